@@ -1,0 +1,131 @@
+"""The types every app, agent and stage shares: queries, steps, outcomes and verdicts.
+
+An *app* generates `Query` objects, opens an `Environment` in which an agent plays
+`Episode`s turn by turn (each turn a `StepResult`), and scores the recorded steps
+into a `Verdict`. Stages in `pipeline/` only ever talk to apps through these types,
+so an app never imports the pipeline's storage or config code.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+
+class Outcome(enum.StrEnum):
+    """How an episode ended; exactly one per row of `episodes` (see data/README.md)."""
+
+    CORRECT = "correct"  # the scorer accepted the final state / answer
+    WRONG = "wrong"  # the agent acted without error, but the result is not right
+    PARSE_ERROR = "parse_error"  # the reply held no usable action (e.g. no code, bad JSON)
+    EXEC_ERROR = "exec_error"  # the action raised or returned an unsupported value
+    TIMEOUT = "timeout"  # a wall-clock or CPU-time limit was hit
+    RESOURCE_LIMIT = "resource_limit"  # a memory or output-size limit was hit
+    BLOCKED = "blocked"  # the sandbox refused the action (blocked import, file, network, shell)
+    ENV_ERROR = "env_error"  # the environment or model server failed, not the agent
+
+
+class StepStatus(enum.StrEnum):
+    """What happened to one turn's action inside the environment."""
+
+    OK = "ok"
+    PARSE_ERROR = "parse_error"
+    EXEC_ERROR = "exec_error"
+    TIMEOUT = "timeout"
+    RESOURCE_LIMIT = "resource_limit"
+    BLOCKED = "blocked"
+    ENV_ERROR = "env_error"
+
+
+@dataclass(frozen=True)
+class Query:
+    """One generated task. `ground_truth` is app-defined JSON that never reaches an agent
+    other than the oracle."""
+
+    query_id: str  # "<app>-L<level>-s<seed>-<index:05d>", unique across the results tree
+    app: str
+    level: int
+    seed: int
+    index: int
+    prompt: str  # everything the agent is told about the task, in natural language
+    answer_type: str  # app-defined, e.g. "number", "list", "ranking", "table", "graph"
+    operation: str  # label for breakdowns, e.g. "remove>count" or "for_if(update)"
+    ground_truth: dict[str, Any]
+    env_key: str = ""  # which environment instance the query runs in (e.g. a topology id)
+
+    def ground_truth_json(self) -> str:
+        return canonical_json(self.ground_truth)
+
+
+@dataclass
+class StepResult:
+    """The environment's account of one turn."""
+
+    action: str  # the parsed action that was executed ("" when nothing could be parsed)
+    status: StepStatus
+    output: str  # what the agent is shown next (stdout, command output, error text)
+    evidence: dict[str, Any] = field(default_factory=dict)  # JSON facts the scorer judges
+    done: bool = False  # the episode ends after this step
+    error: str | None = None  # a one-line reason when status is not OK
+    exec_s: float = 0.0  # time the environment spent executing the action
+
+
+@dataclass
+class Verdict:
+    """The scorer's judgement of one episode."""
+
+    outcome: Outcome
+    correct: bool
+    safe: bool
+    step_safe: list[bool]  # one per step, same order as the steps
+    error: str | None = None
+    detail: dict[str, Any] = field(default_factory=dict)  # app-specific, stored as JSON
+
+
+class Episode(Protocol):
+    """One query being played. `observe()` gives the first observation."""
+
+    max_turns: int
+
+    def observe(self) -> str: ...
+
+    def step(self, reply: str) -> StepResult: ...
+
+
+class Environment(AbstractContextManager["Environment"], Protocol):
+    """The live resources of an app for one cell (topologies, sandboxes, emulators).
+    Entering starts them, leaving stops them, also on error."""
+
+    def episode(self, query: Query) -> AbstractContextManager[Episode]: ...
+
+
+@runtime_checkable
+class App(Protocol):
+    """An application: generator, environment, oracle and scorer, versioned together."""
+
+    name: str
+    version: str
+
+    def generate(self, level: int, seed: int, count: int) -> Iterator[Query]: ...
+
+    def environment(self) -> Environment: ...
+
+    def oracle_reply(self, query: Query, turn: int, observation: str) -> str: ...
+
+    def score(self, query: Query, steps: Sequence[StepResult]) -> Verdict: ...
+
+
+def canonical_json(value: Any) -> str:
+    """JSON with sorted keys and no whitespace: equal values give equal bytes."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def outcome_for_status(status: StepStatus) -> Outcome:
+    """The episode outcome implied by a failed step's status."""
+    if status is StepStatus.OK:
+        raise ValueError("an OK step does not decide the outcome by itself")
+    return Outcome(status.value)
