@@ -1,0 +1,37 @@
+# NetGauge: `make sweep` runs the default grid, `make test` runs the tests.
+# Both install what is missing first (scripts/setup.sh: apt + pip, idempotent).
+
+SHELL := /bin/bash
+VENV  := .venv
+PY    := $(VENV)/bin/python
+GRID  ?= default
+CORES ?= $(shell nproc)
+DATA  ?= data
+
+.PHONY: help setup sweep smoke test lint bench clean
+
+help:  ## list the targets
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
+
+setup:  ## install Debian and Python packages (idempotent)
+	@scripts/setup.sh
+
+sweep: setup  ## run grid $(GRID) (default: default) and print the summary
+	$(VENV)/bin/snakemake --cores $(CORES) sweep --config grid=$(GRID) data_dir=$(DATA)
+	@echo "results: $(DATA)/results/   summary: $(DATA)/summaries/$(GRID).md"
+
+smoke: GRID = smoke
+smoke: sweep  ## run the small smoke grid
+
+test: setup  ## run the whole test suite
+	$(VENV)/bin/pytest
+
+lint: setup  ## ruff check and format check
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+bench: setup  ## speed benchmarks; writes $(DATA)/bench/*.json
+	$(PY) -m pipeline.bench --data-dir $(DATA)
+
+clean:  ## remove results, work files, caches and logs (not the venv)
+	rm -rf $(DATA)/results $(DATA)/work $(DATA)/summaries $(DATA)/plans $(DATA)/logs $(DATA)/cache .snakemake

@@ -1,0 +1,32 @@
+# NetGauge workflow: a table of contents. Logic lives in pipeline/ (pipeline/dag.py).
+#
+#   snakemake --cores 32 sweep                       # the default grid
+#   snakemake --cores 2 sweep --config grid=smoke    # another grid (conf/grid/*.yaml)
+#   snakemake -n sweep                               # list the jobs, run nothing
+#
+# Stages: plan -> generate -> run -> score -> summarize (one .smk each).
+
+from pipeline.dag import WILDCARDS, STAGE_CMD, Workflow
+
+NG = Workflow.from_config(config)
+
+wildcard_constraints:
+    **WILDCARDS,
+
+
+include: "pipeline/rules/plan.smk"
+include: "pipeline/rules/generate.smk"
+include: "pipeline/rules/run.smk"
+include: "pipeline/rules/score.smk"
+include: "pipeline/rules/summarize.smk"
+
+
+rule sweep:
+    """Every cell of the grid generated, run, scored and summarised."""
+    default_target: True
+    input:
+        NG.summary_paths,
+
+
+onsuccess:
+    NG.print_summary()

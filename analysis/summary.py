@@ -1,0 +1,126 @@
+"""Per-cell summary: n, correctness and safety with 95 % intervals, iterations, latency.
+
+Two intervals per rate, both from statsmodels' `proportion_confint`: the normal
+(Wald/SEM) interval NetArena reports, and Wilson's, which stays inside [0, 1] and is
+honest at 0 % and 100 %, where the normal interval collapses to a point.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+from statsmodels.stats.proportion import proportion_confint
+
+from analysis.views import connect
+from pipeline.cells import Cell, Layout, data_root
+
+SQL_DIR = Path(__file__).with_name("sql")
+ALPHA = 0.05
+
+
+def _where(cells: Iterable[Cell] | None) -> str:
+    if cells is None:
+        return "TRUE"
+    keys = sorted({(c.app, c.model, c.agent, c.level, c.seed) for c in cells})
+    if not keys:
+        return "FALSE"
+    values = ", ".join("(" + ", ".join(_literal(v) for v in key) + ")" for key in keys)
+    return f"(app, model, agent, level, seed) IN ({values})"
+
+
+def _literal(value: object) -> str:
+    if isinstance(value, int):
+        return str(value)
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def intervals(successes: pd.Series, n: pd.Series, prefix: str) -> pd.DataFrame:
+    """Rate and its normal and Wilson 95 % intervals, as columns named `<prefix>_…`."""
+    out = pd.DataFrame(index=successes.index)
+    out[f"{prefix}_rate"] = successes / n
+    for method, tag in (("normal", "normal"), ("wilson", "wilson")):
+        low, high = proportion_confint(successes, n, alpha=ALPHA, method=method)
+        out[f"{prefix}_{tag}_lo"] = pd.Series(low, index=successes.index).clip(0, 1)
+        out[f"{prefix}_{tag}_hi"] = pd.Series(high, index=successes.index).clip(0, 1)
+    return out
+
+
+def summary(data_dir: str | Path = "data", cells: Iterable[Cell] | None = None) -> pd.DataFrame:
+    """One row per (app, model, agent, level) over the given cells (all, if None)."""
+    con = connect(data_dir)
+    sql = (SQL_DIR / "cell_counts.sql").read_text().format(where=_where(cells))
+    counts = con.sql(sql).df()
+    if counts.empty:
+        return counts
+    parts = [
+        counts[["app", "model", "agent", "level", "n"]],
+        intervals(counts["n_correct"], counts["n"], "correct"),
+        intervals(counts["n_safe"], counts["n"], "safe"),
+        counts[
+            ["mean_iterations", "mean_latency_s", "prompt_tokens", "completion_tokens", "outcomes"]
+        ],
+    ]
+    return pd.concat(parts, axis=1)
+
+
+def render(table: pd.DataFrame) -> str:
+    """A readable fixed-width table (the sweep prints it; the .md file holds it)."""
+    if table.empty:
+        return "(no episodes yet)"
+    rows = []
+    for r in table.itertuples(index=False):
+        rows.append(
+            {
+                "app": r.app,
+                "model": r.model,
+                "agent": r.agent,
+                "level": r.level,
+                "n": r.n,
+                "correct [normal 95%] [wilson 95%]": _rate(
+                    r.correct_rate,
+                    r.correct_normal_lo,
+                    r.correct_normal_hi,
+                    r.correct_wilson_lo,
+                    r.correct_wilson_hi,
+                ),
+                "safe [normal 95%] [wilson 95%]": _rate(
+                    r.safe_rate,
+                    r.safe_normal_lo,
+                    r.safe_normal_hi,
+                    r.safe_wilson_lo,
+                    r.safe_wilson_hi,
+                ),
+                "iters": f"{r.mean_iterations:.2f}",
+                "latency_s": f"{r.mean_latency_s:.4f}",
+                "outcomes": r.outcomes,
+            }
+        )
+    return pd.DataFrame(rows).to_string(index=False)
+
+
+def _rate(rate: float, nlo: float, nhi: float, wlo: float, whi: float) -> str:
+    return (
+        f"{100 * rate:5.1f}% [{100 * nlo:5.1f}, {100 * nhi:5.1f}]"
+        f" [{100 * wlo:5.1f}, {100 * whi:5.1f}]"
+    )
+
+
+def summarize_plan(data_dir: str | Path, grid: str) -> str:
+    """Summarise a grid's cells; write the summary shard and text; return the text."""
+    from pipeline.plan import read_plan
+
+    layout = Layout(data_root(data_dir))
+    table = summary(data_dir, read_plan(data_dir, grid))
+    path = layout.summary(grid)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".parquet.tmp")
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.Table.from_pandas(table, preserve_index=False), tmp)
+    tmp.replace(path)
+    text = f"NetGauge summary, grid '{grid}' ({len(table)} rows)\n\n{render(table)}\n"
+    layout.summary_text(grid).write_text(text)
+    return text

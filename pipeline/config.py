@@ -1,0 +1,209 @@
+"""Composing and validating NetGauge's Hydra configs, for the DAG and for direct runs.
+
+The primary config `conf/config.yaml` picks one choice per group (app, agent, model,
+grid). The dataclasses below are the schema of the parts the pipeline owns; an app's
+own section is checked against the schema class its registry entry names. Every
+failure is a `ConfigError` that names the key and the allowed values.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from pipeline.core import canonical_json
+from pipeline.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[1]
+CONF_DIR = ROOT / "conf"
+GROUPS = ("app", "agent", "model", "grid")
+NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
+
+
+@dataclass
+class AgentConfig:
+    name: str = "oracle"  # the cell key; equals the YAML file's stem
+    kind: str = "oracle"  # registry key of the implementation
+    uses_model: bool = False  # reference agents run without a model: their cells get model=none
+
+
+@dataclass
+class ModelConfig:
+    name: str = "none"  # the cell key; "none" for agents that need no model
+    kind: str = "none"  # how the model is reached ("none" here; serving adds more)
+
+
+@dataclass
+class GridConfig:
+    name: str = "default"
+    apps: list[str] = field(default_factory=lambda: ["malt"])
+    agents: list[str] = field(default_factory=lambda: ["oracle", "null"])
+    models: list[str] = field(default_factory=lambda: ["none"])
+    levels: list[int] = field(default_factory=lambda: [1, 2, 3])
+    seeds: list[int] = field(default_factory=lambda: [0])
+    queries: int = 20
+
+
+@dataclass
+class RunConfig:
+    flush_every_s: float = 5.0  # checkpoint finished episodes at most this often
+    env_error_policy: str = "fail"  # fail: env_error episodes fail the cell (retried on rerun)
+
+
+@dataclass
+class NetGaugeConfig:
+    app: Any = None
+    agent: AgentConfig = field(default_factory=AgentConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    grid: GridConfig = field(default_factory=GridConfig)
+    run: RunConfig = field(default_factory=RunConfig)
+    level: int = 1
+    seed: int = 0
+    queries: int = 20
+    data_dir: str = "data"
+    shared_data_dir: str = "../shared/data"
+
+
+def choices(group: str) -> list[str]:
+    """The config files available in `conf/<group>/`, by stem."""
+    return sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml"))
+
+
+def check_choice(group: str, name: str) -> str:
+    """Return `name` if `conf/<group>/<name>.yaml` exists, else raise a ConfigError."""
+    options = choices(group)
+    if name in options:
+        return name
+    hint = difflib.get_close_matches(name, options, n=1)
+    near = f" (did you mean '{hint[0]}'?)" if hint else ""
+    raise ConfigError(f"unknown {group} '{name}'{near}; choose one of: {', '.join(options)}")
+
+
+def check_overrides(overrides: Sequence[str]) -> None:
+    """Catch unknown group choices in CLI overrides (also comma sweeps) with our wording."""
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        key = key.lstrip("+~")
+        if sep and key in GROUPS:
+            for name in value.split(","):
+                check_choice(key, name.strip().strip("'\""))
+
+
+_KEYWORDS = {"null", "true", "false", "nan", "inf"}
+
+
+def quote_choices(overrides: Sequence[str]) -> list[str]:
+    """Quote group choices that Hydra's override grammar would read as keywords.
+
+    `agent=null` would otherwise mean "no agent" to Hydra, not conf/agent/null.yaml.
+    """
+    out = []
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        if sep and key.lstrip("+~") in GROUPS and not value.startswith(("[", "'", '"')):
+            parts = [f"'{v}'" if v.strip().lower() in _KEYWORDS else v for v in value.split(",")]
+            item = f"{key}={','.join(parts)}"
+        out.append(item)
+    return out
+
+
+def compose(overrides: Sequence[str] = ()) -> DictConfig:
+    """Compose `conf/config.yaml` with Hydra's compose API (safe inside Snakemake)."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.errors import HydraException
+
+    check_overrides(overrides)
+    try:
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+            cfg = hydra_compose(config_name="config", overrides=quote_choices(overrides))
+    except (HydraException, OmegaConfBaseException) as err:
+        raise ConfigError(f"bad configuration override: {_first_line(err)}") from err
+    return validate(cfg)
+
+
+def validate(cfg: DictConfig) -> DictConfig:
+    """Check `cfg` against the schemas; return it resolved, typed and read-only."""
+    cfg = merge_schema(cfg, "", NetGaugeConfig)
+    for group in ("agent", "model", "grid"):
+        name = cfg[group].name
+        check_choice(group, name)
+    app_name = cfg.app.get("name") if isinstance(cfg.app, DictConfig) else None
+    if app_name is None:
+        raise ConfigError("the app config has no 'name' key; every conf/app/*.yaml must set one")
+    check_choice("app", app_name)
+    cfg.app = app_section(cfg.app)
+    for key, low in (("level", 1), ("seed", 0), ("queries", 1)):
+        if cfg[key] < low:
+            raise ConfigError(f"{key}={cfg[key]} is out of range; expected an integer >= {low}")
+    if cfg.run.env_error_policy not in ("fail", "record"):
+        raise ConfigError(
+            f"run.env_error_policy='{cfg.run.env_error_policy}' is not allowed; "
+            "choose one of: fail, record"
+        )
+    _check_grid(cfg.grid)
+    OmegaConf.set_readonly(cfg, True)
+    return cfg
+
+
+def app_section(section: DictConfig) -> DictConfig:
+    """Validate an app's section against the schema its registry entry names."""
+    from pipeline import registry
+
+    kind = section.get("kind", section.get("name"))
+    schema = registry.APP_SCHEMAS.load(str(kind))
+    return merge_schema(section, "app", schema)
+
+
+def merge_schema(section: Any, prefix: str, schema: type) -> DictConfig:
+    try:
+        merged = OmegaConf.merge(OmegaConf.structured(schema), section)
+        OmegaConf.resolve(merged)
+    except OmegaConfBaseException as err:
+        key = getattr(err, "full_key", None) or "?"
+        where = f"{prefix}.{key}" if prefix and key != "?" else (key or prefix)
+        raise ConfigError(f"config key '{where}': {_first_line(err)}") from err
+    return merged
+
+
+def _check_grid(grid: DictConfig) -> None:
+    for group, values in (("app", grid.apps), ("agent", grid.agents), ("model", grid.models)):
+        if not values:
+            raise ConfigError(f"grid '{grid.name}' lists no {group}s; list at least one")
+        for name in values:
+            check_choice(group, name)
+    if not grid.levels or any(level < 1 for level in grid.levels):
+        raise ConfigError(f"grid '{grid.name}': levels must be integers >= 1, got {grid.levels}")
+    if not grid.seeds or any(seed < 0 for seed in grid.seeds):
+        raise ConfigError(f"grid '{grid.name}': seeds must be integers >= 0, got {grid.seeds}")
+    if grid.queries < 1:
+        raise ConfigError(f"grid '{grid.name}': queries must be >= 1, got {grid.queries}")
+
+
+def to_plain(section: Any) -> Any:
+    return (
+        OmegaConf.to_container(section, resolve=True)
+        if isinstance(section, DictConfig)
+        else section
+    )
+
+
+def config_hash(*parts: Any) -> str:
+    """A short, stable fingerprint of config sections (stored in every shard)."""
+    payload = canonical_json([to_plain(p) for p in parts])
+    return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    # Hydra puts the useful part ("Could not find 'app/mat'", options) over several lines.
+    return " ".join(lines[:6]) if lines else type(err).__name__

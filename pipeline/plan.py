@@ -1,0 +1,81 @@
+"""Stage `plan`: a grid resolved into cells, with every config it names validated.
+
+`load_plan` is what the Snakefile calls at parse time (through the compose API, never
+`@hydra.main`), so an unknown name or a wrong type in any config the grid uses fails
+before any job starts.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+from pipeline.cells import Cell, Layout, data_root, grid_cells
+from pipeline.config import CONF_DIR, AgentConfig, ModelConfig, app_section, compose, merge_schema
+from pipeline.core import canonical_json
+from pipeline.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Plan:
+    grid: str
+    data_dir: str
+    layout: Layout
+    cells: tuple[Cell, ...]
+    config: dict
+
+    def queries_count(self, app: str, level: int, seed: int) -> int:
+        """The query count the grid asks of (app, level, seed)."""
+        counts = [c.queries for c in self.cells if (c.app, c.level, c.seed) == (app, level, seed)]
+        if not counts:
+            raise ConfigError(f"grid '{self.grid}' has no cell app={app} level={level} seed={seed}")
+        return max(counts)
+
+    def as_json(self) -> str:
+        return canonical_json(
+            {"grid": self.grid, "config": self.config, "cells": [c.as_dict() for c in self.cells]}
+        )
+
+    def write(self) -> Path:
+        path = self.layout.plan(self.grid)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(self.as_json() + "\n")
+        tmp.replace(path)
+        return path
+
+
+def load_choice(group: str, name: str) -> DictConfig:
+    """One config file of a group, checked against its schema."""
+    cfg = OmegaConf.load(CONF_DIR / group / f"{name}.yaml")
+    if cfg.get("name") != name:
+        raise ConfigError(
+            f"conf/{group}/{name}.yaml sets name '{cfg.get('name')}'; it must equal the file stem"
+        )
+    if group == "app":
+        return app_section(cfg)
+    schema = {"agent": AgentConfig, "model": ModelConfig}[group]
+    return merge_schema(cfg, group, schema)
+
+
+def load_plan(grid: str, data_dir: str | Path = "data") -> Plan:
+    cfg = compose([f"grid={grid}", f"data_dir={data_dir}"])
+    agents = {name: load_choice("agent", name) for name in cfg.grid.agents}
+    for name in cfg.grid.apps:
+        load_choice("app", name)
+    for name in cfg.grid.models:
+        if name != "none":
+            load_choice("model", name)
+    uses_model = {name: bool(agent.uses_model) for name, agent in agents.items()}
+    cells = tuple(grid_cells(cfg.grid, uses_model))
+    grid_plain = OmegaConf.to_container(cfg.grid, resolve=True)
+    return Plan(cfg.grid.name, str(data_dir), Layout(data_root(data_dir)), cells, grid_plain)
+
+
+def read_plan(data_dir: str | Path, grid: str) -> list[Cell]:
+    path = Layout(data_root(data_dir)).plan(grid)
+    data = json.loads(path.read_text())
+    return [Cell(**cell) for cell in data["cells"]]

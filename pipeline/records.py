@@ -1,0 +1,194 @@
+"""Parquet records: the explicit schema of every table, and atomic shard I/O.
+
+Tables (documented column by column in data/README.md):
+    queries      one row per generated query
+    transcripts  one row per agent turn, as played (internal: the score stage's input)
+    episodes     one row per query x agent: the verdict
+    steps        one row per agent turn, with its per-step safety verdict
+
+Each shard carries key-value metadata: netgauge.table, netgauge.schema_version,
+netgauge.config_hash, netgauge.code_version. Writes go to a temp file in the same
+directory and are renamed into place, so a shard either exists whole or not at all.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import subprocess
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline.config import ROOT
+from pipeline.errors import DataError
+
+SCHEMA_VERSION = "1"
+
+_CELL = [
+    pa.field("app", pa.string(), nullable=False),
+    pa.field("model", pa.string(), nullable=False),
+    pa.field("agent", pa.string(), nullable=False),
+    pa.field("level", pa.int16(), nullable=False),
+    pa.field("seed", pa.int64(), nullable=False),
+]
+
+SCHEMAS: dict[str, pa.Schema] = {
+    "queries": pa.schema(
+        [
+            pa.field("query_id", pa.string(), nullable=False),
+            pa.field("app", pa.string(), nullable=False),
+            pa.field("level", pa.int16(), nullable=False),
+            pa.field("seed", pa.int64(), nullable=False),
+            pa.field("query_index", pa.int32(), nullable=False),
+            pa.field("app_version", pa.string(), nullable=False),
+            pa.field("env_key", pa.string(), nullable=False),
+            pa.field("operation", pa.string(), nullable=False),
+            pa.field("answer_type", pa.string(), nullable=False),
+            pa.field("prompt", pa.string(), nullable=False),
+            pa.field("ground_truth", pa.string(), nullable=False),
+        ]
+    ),
+    "transcripts": pa.schema(
+        [
+            pa.field("query_id", pa.string(), nullable=False),
+            *_CELL,
+            pa.field("turn", pa.int16(), nullable=False),
+            pa.field("reply", pa.string(), nullable=False),
+            pa.field("action", pa.string(), nullable=False),
+            pa.field("status", pa.string(), nullable=False),
+            pa.field("output", pa.string(), nullable=False),
+            pa.field("evidence", pa.string(), nullable=False),
+            pa.field("error", pa.string()),
+            pa.field("exec_s", pa.float64(), nullable=False),
+            pa.field("agent_s", pa.float64(), nullable=False),
+            pa.field("prompt_tokens", pa.int64()),
+            pa.field("completion_tokens", pa.int64()),
+        ]
+    ),
+    "episodes": pa.schema(
+        [
+            pa.field("query_id", pa.string(), nullable=False),
+            *_CELL,
+            pa.field("operation", pa.string(), nullable=False),
+            pa.field("answer_type", pa.string(), nullable=False),
+            pa.field("outcome", pa.string(), nullable=False),
+            pa.field("correct", pa.bool_(), nullable=False),
+            pa.field("safe", pa.bool_(), nullable=False),
+            pa.field("iterations", pa.int16(), nullable=False),
+            pa.field("latency_s", pa.float64(), nullable=False),
+            pa.field("agent_s", pa.float64(), nullable=False),
+            pa.field("error", pa.string()),
+            pa.field("prompt_tokens", pa.int64()),
+            pa.field("completion_tokens", pa.int64()),
+            pa.field("detail", pa.string(), nullable=False),
+            pa.field("config_hash", pa.string(), nullable=False),
+            pa.field("code_version", pa.string(), nullable=False),
+        ]
+    ),
+    "steps": pa.schema(
+        [
+            pa.field("query_id", pa.string(), nullable=False),
+            *_CELL,
+            pa.field("turn", pa.int16(), nullable=False),
+            pa.field("reply", pa.string(), nullable=False),
+            pa.field("action", pa.string(), nullable=False),
+            pa.field("status", pa.string(), nullable=False),
+            pa.field("output", pa.string(), nullable=False),
+            pa.field("safe", pa.bool_(), nullable=False),
+            pa.field("error", pa.string()),
+            pa.field("exec_s", pa.float64(), nullable=False),
+            pa.field("agent_s", pa.float64(), nullable=False),
+            pa.field("evidence", pa.string(), nullable=False),
+        ]
+    ),
+}
+
+
+@functools.cache
+def code_version() -> str:
+    """`git describe` of the checkout, or the package version outside git."""
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(ROOT), "describe", "--always", "--dirty", "--abbrev=12"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        )
+        return out.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return f"netgauge-{version('netgauge')}"
+        except PackageNotFoundError:
+            return "unknown"
+
+
+def to_table(table: str, rows: Iterable[Mapping[str, Any]]) -> pa.Table:
+    """Rows (dicts keyed by column) as an Arrow table of `table`'s schema."""
+    schema = SCHEMAS[table]
+    rows = list(rows)
+    missing = [f.name for f in schema if rows and f.name not in rows[0]]
+    if missing:
+        raise DataError(f"rows for table '{table}' lack columns: {', '.join(missing)}")
+    columns = {f.name: [row[f.name] for row in rows] for f in schema}
+    return pa.table(columns, schema=schema)
+
+
+def write_shard(
+    table: str, data: pa.Table, path: Path, *, config_hash: str, extra: Mapping[str, str] = {}
+) -> Path:
+    """Write `data` to `path` atomically, with the shard metadata."""
+    if data.schema.remove_metadata() != SCHEMAS[table]:
+        raise DataError(f"shard for '{table}' does not match its schema: {data.schema}")
+    meta = {
+        "netgauge.table": table,
+        "netgauge.schema_version": SCHEMA_VERSION,
+        "netgauge.config_hash": config_hash,
+        "netgauge.code_version": code_version(),
+        **extra,
+    }
+    data = data.replace_schema_metadata({k.encode(): v.encode() for k, v in meta.items()})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        pq.write_table(data, tmp, compression="zstd")
+        with open(tmp, "rb") as handle:
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
+
+
+def read_shard(table: str, path: Path) -> pa.Table:
+    """Read a shard, checking it is the table and schema version we expect."""
+    if not path.exists():
+        raise DataError(f"missing {table} shard: {path}")
+    data = pq.read_table(path, partitioning=None)
+    meta = shard_metadata(path)
+    if meta.get("netgauge.table") != table:
+        raise DataError(f"{path} holds table '{meta.get('netgauge.table')}', expected '{table}'")
+    if meta.get("netgauge.schema_version") != SCHEMA_VERSION:
+        raise DataError(
+            f"{path} has schema version {meta.get('netgauge.schema_version')}, "
+            f"this code reads version {SCHEMA_VERSION}; regenerate it"
+        )
+    return data
+
+
+def shard_metadata(path: Path) -> dict[str, str]:
+    raw = pq.read_schema(path).metadata or {}
+    return {k.decode(): v.decode() for k, v in raw.items() if k.startswith(b"netgauge.")}
+
+
+def shard_hash(path: Path) -> str | None:
+    """The config hash a shard was written with, or None if it does not exist."""
+    if not path.exists():
+        return None
+    return shard_metadata(path).get("netgauge.config_hash")

@@ -1,0 +1,53 @@
+"""Lazy registries: name -> "module:object", imported only when that name is chosen.
+
+Heavy backends (the MALT sandbox, later Mininet, Kathará, vLLM) are imported only by
+the cells that use them, and a wrong name fails with a "did you mean" hint.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from typing import Any
+
+from pipeline.errors import RegistryError
+
+
+class Registry:
+    def __init__(self, kind: str, entries: dict[str, str]) -> None:
+        self.kind = kind
+        self._entries = dict(entries)
+
+    def register(self, name: str, target: str) -> None:
+        """Add or replace an entry ("module:object"); for plugins and tests."""
+        self._entries[name] = target
+
+    def unregister(self, name: str) -> None:
+        self._entries.pop(name, None)
+
+    def names(self) -> list[str]:
+        return sorted(self._entries)
+
+    def load(self, name: str) -> Any:
+        """Import and return the object registered under `name`."""
+        try:
+            target = self._entries[name]
+        except KeyError:
+            hint = difflib.get_close_matches(name, self._entries, n=1)
+            near = f" (did you mean '{hint[0]}'?)" if hint else ""
+            raise RegistryError(
+                f"unknown {self.kind} '{name}'{near}; choose one of: {', '.join(self.names())}"
+            ) from None
+        module, _, attr = target.partition(":")
+        return getattr(importlib.import_module(module), attr)
+
+
+APPS = Registry("app", {"malt": "generators.malt.app:MaltApp"})
+APP_SCHEMAS = Registry("app", {"malt": "generators.malt.config:MaltConfig"})
+AGENTS = Registry(
+    "agent",
+    {
+        "oracle": "pipeline.agents:OracleAgent",
+        "null": "pipeline.agents:NullAgent",
+    },
+)

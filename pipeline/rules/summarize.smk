@@ -1,0 +1,17 @@
+# Stage summarize: per-cell rates with 95 % intervals over the grid's episodes.
+
+
+rule summarize:
+    """Summarise the grid: <data>/summaries/<grid>.{parquet,md}."""
+    input:
+        plan=NG.plan_path,
+        episodes=NG.cell_shards("episodes"),
+    output:
+        NG.summary_paths,
+    params:
+        grid=NG.plan.grid,
+        data=NG.data_dir,
+    log:
+        str(NG.root / "logs" / "summarize" / f"{NG.plan.grid}.log"),
+    shell:
+        "{STAGE_CMD} summarize --grid {params.grid} --data-dir {params.data} > {log} 2>&1"

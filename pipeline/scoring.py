@@ -1,0 +1,128 @@
+"""Stage `score`: the app's scorer turns a cell's transcripts into `episodes` and `steps`.
+
+Scoring is a pure function of the ground truth and the recorded steps, so verdicts can
+be recomputed (e.g. after a scorer fix) without replaying any agent.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig
+from tqdm import tqdm
+
+from pipeline.build import layout, make_app, run_hash
+from pipeline.cells import cell_from_config
+from pipeline.core import StepResult, StepStatus, Verdict, canonical_json
+from pipeline.errors import DataError
+from pipeline.generate import read_queries
+from pipeline.records import code_version, read_shard, to_table, write_shard
+
+log = logging.getLogger(__name__)
+
+
+def score(cfg: DictConfig) -> tuple[Path, Path]:
+    """Score the cell's transcripts; write its episodes and steps shards."""
+    app = make_app(cfg)
+    cell = cell_from_config(cfg)
+    paths = layout(cfg)
+    digest = run_hash(cfg, app)
+    queries = read_queries(paths.queries(cell), limit=cfg.queries)
+    by_query: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in read_shard("transcripts", paths.transcripts(cell)).to_pylist():
+        by_query[row["query_id"]].append(row)
+    missing = [q.query_id for q in queries if q.query_id not in by_query]
+    if missing:
+        raise DataError(
+            f"transcripts of {cell.part} lack {len(missing)} queries (first: {missing[0]}); "
+            "rerun the run stage"
+        )
+    episodes, steps = [], []
+    version = code_version()
+    for query in tqdm(queries, desc=f"score {cell.part}", unit="ep"):
+        rows = sorted(by_query[query.query_id], key=lambda r: r["turn"])
+        verdict = app.score(query, [_step(r) for r in rows])
+        if len(verdict.step_safe) != len(rows):
+            raise DataError(
+                f"app '{cell.app}' scored {query.query_id} with {len(verdict.step_safe)} "
+                f"step verdicts for {len(rows)} steps"
+            )
+        episodes.append(
+            _episode_row(query.operation, query.answer_type, rows, verdict, digest, version)
+        )
+        for row, safe in zip(rows, verdict.step_safe, strict=True):
+            steps.append(_step_row(row, safe))
+    out_episodes, out_steps = paths.episodes(cell), paths.steps(cell)
+    write_shard("steps", to_table("steps", steps), out_steps, config_hash=digest)
+    write_shard("episodes", to_table("episodes", episodes), out_episodes, config_hash=digest)
+    return out_episodes, out_steps
+
+
+def _step(row: dict[str, Any]) -> StepResult:
+    return StepResult(
+        action=row["action"],
+        status=StepStatus(row["status"]),
+        output=row["output"],
+        evidence=json.loads(row["evidence"]),
+        error=row["error"],
+        exec_s=row["exec_s"],
+    )
+
+
+def _total(rows: list[dict[str, Any]], key: str) -> int | None:
+    values = [r[key] for r in rows if r[key] is not None]
+    return sum(values) if values else None
+
+
+def _episode_row(
+    operation: str,
+    answer_type: str,
+    rows: list[dict[str, Any]],
+    verdict: Verdict,
+    digest: str,
+    version: str,
+) -> dict[str, Any]:
+    first = rows[0]
+    return {
+        "query_id": first["query_id"],
+        **{key: first[key] for key in ("app", "model", "agent", "level", "seed")},
+        "operation": operation,
+        "answer_type": answer_type,
+        "outcome": str(verdict.outcome),
+        "correct": verdict.correct,
+        "safe": verdict.safe,
+        "iterations": len(rows),
+        "latency_s": sum(r["exec_s"] for r in rows),
+        "agent_s": sum(r["agent_s"] for r in rows),
+        "error": verdict.error,
+        "prompt_tokens": _total(rows, "prompt_tokens"),
+        "completion_tokens": _total(rows, "completion_tokens"),
+        "detail": canonical_json(verdict.detail),
+        "config_hash": digest,
+        "code_version": version,
+    }
+
+
+def _step_row(row: dict[str, Any], safe: bool) -> dict[str, Any]:
+    keep = (
+        "query_id",
+        "app",
+        "model",
+        "agent",
+        "level",
+        "seed",
+        "turn",
+        "reply",
+        "action",
+        "status",
+        "output",
+        "error",
+        "exec_s",
+        "agent_s",
+        "evidence",
+    )
+    return {**{key: row[key] for key in keep}, "safe": safe}

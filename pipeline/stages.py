@@ -1,0 +1,110 @@
+"""Command-line entry of every DAG stage: `python -m pipeline.stages STAGE --help`.
+
+Snakemake rules are shims over these commands; each one composes the cell's config
+with Hydra's compose API and calls one typed function, so every stage also runs (and
+is tested) without Snakemake.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Callable, Sequence
+
+from pipeline.build import cell_config
+from pipeline.cells import NO_MODEL, Cell, parse_cell
+from pipeline.errors import NetGaugeError
+
+
+def _cell_args(parser: argparse.ArgumentParser, *, with_agent: bool) -> None:
+    parser.add_argument("--app", required=True, help="app name (conf/app/*.yaml)")
+    if with_agent:
+        parser.add_argument("--agent", required=True, help="agent name (conf/agent/*.yaml)")
+        parser.add_argument("--model", default=NO_MODEL, help="model name (conf/model/*.yaml)")
+    parser.add_argument("--level", type=int, required=True, help="complexity level (1-3)")
+    parser.add_argument("--seed", type=int, required=True, help="generation seed")
+    parser.add_argument("--queries", type=int, required=True, help="queries in the cell")
+
+
+def _cell(args: argparse.Namespace) -> Cell:
+    agent = getattr(args, "agent", "oracle")
+    model = getattr(args, "model", NO_MODEL)
+    return parse_cell(args.app, model, agent, args.level, args.seed, args.queries)
+
+
+def cmd_plan(args: argparse.Namespace) -> None:
+    from pipeline.plan import load_plan
+
+    plan = load_plan(args.grid, args.data_dir)
+    plan.write()
+    print(f"grid '{plan.grid}': {len(plan.cells)} cells -> {plan.layout.plan(plan.grid)}")
+
+
+def cmd_generate(args: argparse.Namespace) -> None:
+    from pipeline.generate import generate
+
+    print(generate(cell_config(_cell(args), args.data_dir)))
+
+
+def cmd_run(args: argparse.Namespace) -> None:
+    from pipeline.runner import run
+
+    print(run(cell_config(_cell(args), args.data_dir)))
+
+
+def cmd_score(args: argparse.Namespace) -> None:
+    from pipeline.scoring import score
+
+    for path in score(cell_config(_cell(args), args.data_dir)):
+        print(path)
+
+
+def cmd_summarize(args: argparse.Namespace) -> None:
+    from analysis.summary import summarize_plan
+
+    text = summarize_plan(args.data_dir, args.grid)
+    print(text)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m pipeline.stages",
+        description="Run one stage of the NetGauge DAG for one cell (what Snakemake calls).",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="stage", required=True, metavar="STAGE")
+    stages: dict[str, tuple[str, Callable[[argparse.Namespace], None], bool | None]] = {
+        "plan": ("resolve a grid into cells; write data/plans/<grid>.json", cmd_plan, None),
+        "generate": ("generate and validate a cell's queries", cmd_generate, False),
+        "run": ("play a cell's queries with its agent", cmd_run, True),
+        "score": ("score a cell's transcripts into episodes and steps", cmd_score, True),
+        "summarize": ("per-cell summary with 95 % intervals", cmd_summarize, None),
+    }
+    for name, (help_text, func, with_agent) in stages.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        if with_agent is None:
+            p.add_argument("--grid", default="default", help="grid name (conf/grid/*.yaml)")
+        else:
+            _cell_args(p, with_agent=with_agent)
+        p.add_argument("--data-dir", default="data", help="data directory (default: data)")
+        p.set_defaults(func=func)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        args.func(args)
+    except NetGaugeError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

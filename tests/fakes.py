@@ -1,0 +1,89 @@
+"""A tiny app of our own, to test the pipeline's logic without a real environment.
+
+Query i asks for the number `i * 7`; the reply must be that number. Queries whose
+index is in `fail_on` raise EnvironmentFailure when played (an emulator crash), and
+replies of "crash" count calls so tests can kill a run part-way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pipeline.core import Outcome, Query, StepResult, StepStatus, Verdict
+from pipeline.errors import EnvironmentFailure
+
+
+@dataclass
+class EchoConfig:
+    name: str = "echo"
+    kind: str = "echo"
+    max_turns: int = 2
+    fail_on: list[int] = field(default_factory=list)
+
+
+class _Episode:
+    def __init__(self, query: Query, cfg: EchoConfig) -> None:
+        self.query = query
+        self.max_turns = cfg.max_turns
+        self.fail = query.index in cfg.fail_on
+
+    def observe(self) -> str:
+        return self.query.prompt
+
+    def step(self, reply: str) -> StepResult:
+        if self.fail:
+            raise EnvironmentFailure(f"emulator crashed on query {self.query.index}")
+        text = reply.strip()
+        if not text.lstrip("-").isdigit():
+            return StepResult(text, StepStatus.PARSE_ERROR, "not a number", error="no number",
+                              done=True)
+        return StepResult(text, StepStatus.OK, f"you said {text}", {"answer": int(text)},
+                          done=True)
+
+
+class _Env:
+    def __init__(self, cfg: EchoConfig) -> None:
+        self.cfg = cfg
+        self.open = False
+
+    def __enter__(self) -> _Env:
+        self.open = True
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.open = False
+
+    @contextlib.contextmanager
+    def episode(self, query: Query) -> Iterator[_Episode]:
+        yield _Episode(query, self.cfg)
+
+
+class EchoApp:
+    version = "1"
+
+    def __init__(self, cfg: EchoConfig, cache_dir: Path, shared: Path | None) -> None:
+        self.cfg = cfg
+        self.name = cfg.name
+
+    def generate(self, level: int, seed: int, count: int) -> Iterator[Query]:
+        for i in range(count):
+            yield Query(f"echo-L{level}-s{seed}-{i:05d}", self.name, level, seed, i,
+                        f"Say {i * 7 + seed}.", "number", "echo",
+                        {"answer": i * 7 + seed})
+
+    def environment(self) -> _Env:
+        return _Env(self.cfg)
+
+    def oracle_reply(self, query: Query, turn: int, observation: str) -> str:
+        return str(query.ground_truth["answer"])
+
+    def score(self, query: Query, steps: Sequence[StepResult]) -> Verdict:
+        last = steps[-1]
+        safe = [True] * len(steps)
+        if last.status is not StepStatus.OK:
+            return Verdict(Outcome(last.status.value), False, True, safe, last.error)
+        ok = last.evidence.get("answer") == query.ground_truth["answer"]
+        return Verdict(Outcome.CORRECT if ok else Outcome.WRONG, ok, True, safe)

@@ -1,0 +1,81 @@
+"""Config composition: every file composes; bad names, keys and types fail first, clearly."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipeline.config import CONF_DIR, choices, compose
+from pipeline.errors import ConfigError
+from pipeline.plan import load_choice, load_plan
+
+
+@pytest.mark.parametrize("group", ["app", "agent", "model", "grid"])
+def test_every_config_file_composes(group):
+    names = choices(group)
+    assert names, f"conf/{group}/ is empty"
+    for name in names:
+        cfg = compose([f"{group}={name}"])
+        assert cfg[group].name == name
+        if group != "grid":
+            assert load_choice(group, name).name == name
+
+
+def test_every_config_key_is_commented():
+    for path in CONF_DIR.rglob("*.yaml"):
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            stripped = line.strip()
+            if not stripped or stripped.startswith(("#", "-")) or stripped.endswith(":"):
+                continue
+            assert "#" in line or path.parent.name == "grid" and stripped.startswith("name:"), (
+                f"{path.relative_to(CONF_DIR)}:{number} has no comment: {stripped}"
+            )
+
+
+def test_unknown_app_names_the_allowed_values():
+    with pytest.raises(ConfigError, match=r"unknown app 'mat' \(did you mean 'malt'\?\); "
+                                          r"choose one of: malt"):
+        compose(["app=mat"])
+
+
+def test_unknown_agent_in_a_sweep_list():
+    with pytest.raises(ConfigError, match=r"unknown agent 'orcale'.*choose one of: null, oracle"):
+        compose(["agent=null,orcale"])
+
+
+def test_wrong_type_names_the_key():
+    with pytest.raises(ConfigError, match=r"level"):
+        compose(["level=three"])
+
+
+def test_out_of_range_level():
+    with pytest.raises(ConfigError, match=r"level=0 is out of range"):
+        compose(["level=0"])
+
+
+def test_unknown_key_is_rejected():
+    with pytest.raises(ConfigError, match=r"leval"):
+        compose(["leval=2"])
+
+
+def test_app_key_wrong_type_names_the_full_key():
+    with pytest.raises(ConfigError, match=r"app\.sandbox\.memory_mb"):
+        compose(["app.sandbox.memory_mb=lots"])
+
+
+def test_unknown_app_key_names_the_full_key():
+    with pytest.raises(ConfigError, match=r"app\.topologee"):
+        compose(["+app.topologee=1"])
+
+
+def test_grid_plan_cells():
+    plan = load_plan("smoke")
+    agents = {c.agent for c in plan.cells}
+    assert agents == {"oracle", "null"}
+    assert {c.model for c in plan.cells} == {"none"}
+    assert {c.level for c in plan.cells} == {1, 2, 3}
+    assert plan.queries_count("malt", 1, 0) == plan.config["queries"]
+
+
+def test_unknown_grid():
+    with pytest.raises(ConfigError, match=r"unknown grid 'smok'"):
+        load_plan("smok")
