@@ -160,7 +160,11 @@ def app_section(section: DictConfig) -> DictConfig:
 
     kind = section.get("kind", section.get("name"))
     schema = registry.APP_SCHEMAS.load(str(kind))
-    return merge_schema(section, "app", schema)
+    merged = merge_schema(section, "app", schema)
+    checker = getattr(OmegaConf.to_object(merged), "validate", None)
+    if checker is not None:
+        checker()  # the app's own value checks (enums, ranges), before any work
+    return merged
 
 
 def merge_schema(section: Any, prefix: str, schema: type) -> DictConfig:

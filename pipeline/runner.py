@@ -9,7 +9,9 @@ every query has been played.
 
 from __future__ import annotations
 
+import fcntl
 import logging
+import os
 import shutil
 import time
 import traceback
@@ -23,7 +25,7 @@ from tqdm import tqdm
 from pipeline.agents import Agent, Exchange
 from pipeline.build import layout, make_agent, make_app, run_hash
 from pipeline.cells import Cell, cell_from_config
-from pipeline.core import Environment, Query, StepResult, StepStatus, canonical_json
+from pipeline.core import App, Environment, Query, StepResult, StepStatus, canonical_json
 from pipeline.errors import EnvironmentFailure
 from pipeline.generate import read_queries
 from pipeline.records import read_shard, shard_hash, to_table, write_shard
@@ -47,7 +49,29 @@ def run(cfg: DictConfig) -> Path:
         raise CellFailed(
             f"{paths.queries(cell)} holds {len(queries)} queries, the cell needs {cfg.queries}"
         )
-    checkpoint = Checkpoint(paths.partial(cell), digest)
+    out = paths.transcripts(cell)
+    with Checkpoint(paths.partial(cell), digest) as checkpoint:
+        failures = _play_missing(cfg, app, agent, cell, queries, checkpoint)
+        if failures:
+            raise CellFailed(
+                f"{len(failures)} episode(s) of {cell.part} hit an environment error "
+                f"(first: {failures[0]}); the {len(checkpoint.done)} finished episodes are "
+                "kept and a rerun retries only the failed ones"
+            )
+        write_shard("transcripts", checkpoint.table(), out, config_hash=digest)
+        checkpoint.clear()
+    return out
+
+
+def _play_missing(
+    cfg: DictConfig,
+    app: App,
+    agent: Agent,
+    cell: Cell,
+    queries: list[Query],
+    checkpoint: Checkpoint,
+) -> list[str]:
+    """Play the queries the checkpoint lacks; return the env_error failures to report."""
     todo = [q for q in queries if q.query_id not in checkpoint.done]
     if checkpoint.done:
         log.info(
@@ -68,16 +92,7 @@ def run(cfg: DictConfig) -> Path:
                 continue
             checkpoint.add(rows, flush_every_s=cfg.run.flush_every_s)
     checkpoint.flush()
-    if failures:
-        raise CellFailed(
-            f"{len(failures)} episode(s) of {cell.part} hit an environment error "
-            f"(first: {failures[0]}); the {len(checkpoint.done)} finished episodes are kept "
-            "and a rerun retries only the failed ones"
-        )
-    out = paths.transcripts(cell)
-    write_shard("transcripts", checkpoint.table(), out, config_hash=digest)
-    checkpoint.clear()
-    return out
+    return failures
 
 
 def play(env: Environment, agent: Agent, query: Query, cell: Cell) -> list[dict[str, Any]]:
@@ -147,7 +162,11 @@ def _env_error_row(query: Query, cell: Cell, turn: int, error: str) -> dict[str,
 
 
 class Checkpoint:
-    """Finished episodes of one cell, kept as chunk shards until the cell completes."""
+    """Finished episodes of one cell, kept as chunk shards until the cell completes.
+
+    Entering takes an exclusive lock on the cell (flock: the kernel releases it when the
+    holder dies, even by kill -9), so two runs of one cell never interleave chunks.
+    """
 
     def __init__(self, folder: Path, digest: str) -> None:
         self.folder = folder
@@ -155,12 +174,35 @@ class Checkpoint:
         self._chunks: list[pa.Table] = []
         self._pending: list[dict[str, Any]] = []
         self._last_flush = time.monotonic()
+        self._lock: int | None = None
         self.done: set[str] = set()
+
+    def __enter__(self) -> Checkpoint:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.folder / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 64).decode(errors="replace").strip() or "?"
+            os.close(fd)
+            raise CellFailed(
+                f"{self.folder.name} is being run by another process (pid {holder}); "
+                "wait for it or stop it"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        self._lock = fd
         self._load()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.folder.exists():
+            self.flush()  # finished episodes survive Ctrl-C and errors alike
+        if self._lock is not None:
+            os.close(self._lock)  # releases the flock
+            self._lock = None
 
     def _load(self) -> None:
-        if not self.folder.exists():
-            return
         for chunk in sorted(self.folder.glob("chunk-*.parquet")):
             if shard_hash(chunk) != self.digest:
                 log.warning("discarding %s: written for another config", chunk)

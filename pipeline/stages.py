@@ -79,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
         "generate": ("generate and validate a cell's queries", cmd_generate, False),
         "run": ("play a cell's queries with its agent", cmd_run, True),
         "score": ("score a cell's transcripts into episodes and steps", cmd_score, True),
-        "summarize": ("per-cell summary with 95 % intervals", cmd_summarize, None),
+        "summarize": ("per-cell summary with 95 %% intervals", cmd_summarize, None),
     }
     for name, (help_text, func, with_agent) in stages.items():
         p = sub.add_parser(name, help=help_text, description=help_text)

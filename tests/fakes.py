@@ -38,10 +38,10 @@ class _Episode:
             raise EnvironmentFailure(f"emulator crashed on query {self.query.index}")
         text = reply.strip()
         if not text.lstrip("-").isdigit():
-            return StepResult(text, StepStatus.PARSE_ERROR, "not a number", error="no number",
-                              done=True)
-        return StepResult(text, StepStatus.OK, f"you said {text}", {"answer": int(text)},
-                          done=True)
+            return StepResult(
+                text, StepStatus.PARSE_ERROR, "not a number", error="no number", done=True
+            )
+        return StepResult(text, StepStatus.OK, f"you said {text}", {"answer": int(text)}, done=True)
 
 
 class _Env:
@@ -70,9 +70,17 @@ class EchoApp:
 
     def generate(self, level: int, seed: int, count: int) -> Iterator[Query]:
         for i in range(count):
-            yield Query(f"echo-L{level}-s{seed}-{i:05d}", self.name, level, seed, i,
-                        f"Say {i * 7 + seed}.", "number", "echo",
-                        {"answer": i * 7 + seed})
+            yield Query(
+                f"echo-L{level}-s{seed}-{i:05d}",
+                self.name,
+                level,
+                seed,
+                i,
+                f"Say {i * 7 + seed}.",
+                "number",
+                "echo",
+                {"answer": i * 7 + seed},
+            )
 
     def environment(self) -> _Env:
         return _Env(self.cfg)

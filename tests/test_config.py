@@ -26,14 +26,17 @@ def test_every_config_key_is_commented():
             stripped = line.strip()
             if not stripped or stripped.startswith(("#", "-")) or stripped.endswith(":"):
                 continue
-            assert "#" in line or path.parent.name == "grid" and stripped.startswith("name:"), (
+            assert "#" in line or (path.parent.name == "grid" and stripped.startswith("name:")), (
                 f"{path.relative_to(CONF_DIR)}:{number} has no comment: {stripped}"
             )
 
 
 def test_unknown_app_names_the_allowed_values():
-    with pytest.raises(ConfigError, match=r"unknown app 'mat' \(did you mean 'malt'\?\); "
-                                          r"choose one of: malt"):
+    with pytest.raises(
+        ConfigError,
+        match=r"unknown app 'mat' \(did you mean 'malt'\?\); "
+        r"choose one of: malt",
+    ):
         compose(["app=mat"])
 
 

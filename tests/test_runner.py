@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from pipeline import runner
-from pipeline.agents import Reply
 from pipeline.build import layout
 from pipeline.cells import cell_from_config
 from pipeline.generate import generate
@@ -57,8 +56,11 @@ def test_killed_run_resumes_without_loss_or_duplicates(tmp_path, monkeypatch):
     assert len(list(layout(cfg).partial(cell).glob("chunk-*.parquet"))) == 4
 
     resumed = []
-    monkeypatch.setattr(runner, "play", lambda env, agent, q, c: resumed.append(q.query_id)
-                        or real_play(env, agent, q, c))
+    monkeypatch.setattr(
+        runner,
+        "play",
+        lambda env, agent, q, c: resumed.append(q.query_id) or real_play(env, agent, q, c),
+    )
     run(cfg)
     assert len(resumed) == 2 and not set(resumed) & set(played)
     table = read_shard("transcripts", layout(cfg).transcripts(cell))
@@ -101,18 +103,44 @@ def test_changed_config_discards_stale_checkpoint(tmp_path):
     generate(cfg)
     cell = cell_from_config(cfg)
     folder = layout(cfg).partial(cell)
-    stale = [dict.fromkeys(("reply", "action", "output", "evidence"), "") | {
-        "query_id": "echo-L1-s0-00000", "app": "echo", "model": "none", "agent": "oracle",
-        "level": 1, "seed": 0, "turn": 1, "status": "ok", "error": None, "exec_s": 0.0,
-        "agent_s": 0.0, "prompt_tokens": None, "completion_tokens": None}]
+    stale = [
+        dict.fromkeys(("reply", "action", "output", "evidence"), "")
+        | {
+            "query_id": "echo-L1-s0-00000",
+            "app": "echo",
+            "model": "none",
+            "agent": "oracle",
+            "level": 1,
+            "seed": 0,
+            "turn": 1,
+            "status": "ok",
+            "error": None,
+            "exec_s": 0.0,
+            "agent_s": 0.0,
+            "prompt_tokens": None,
+            "completion_tokens": None,
+        }
+    ]
     # A chunk from another config (a wrong answer to query 0) must not be reused.
     stale[0]["evidence"] = '{"answer": -1}'
-    write_shard("transcripts", to_table("transcripts", stale), folder / "chunk-00000.parquet",
-                config_hash="old-hash")
+    write_shard(
+        "transcripts",
+        to_table("transcripts", stale),
+        folder / "chunk-00000.parquet",
+        config_hash="old-hash",
+    )
     run(cfg)
     score(cfg)
     assert all(r["correct"] for r in _episodes(cfg))
 
 
-def test_reply_defaults():
-    assert Reply("x").prompt_tokens is None
+def test_one_cell_cannot_be_run_twice_at_once(tmp_path):
+    busy = r"being run by another process \(pid \d+\)"
+    with (
+        runner.Checkpoint(tmp_path / "cell", "h"),
+        pytest.raises(CellFailed, match=busy),
+        runner.Checkpoint(tmp_path / "cell", "h"),
+    ):
+        pass
+    with runner.Checkpoint(tmp_path / "cell", "h"):  # released on exit
+        pass

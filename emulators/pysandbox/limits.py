@@ -12,3 +12,4 @@ class SandboxLimits:
     memory_mb: int = 1024  # RLIMIT_AS for the child, on top of nothing: the whole address space
     output_bytes: int = 65536  # captured print() output kept; the rest is cut
     result_bytes: int = 16 * 1024 * 1024  # largest serialised return value accepted
+    code_bytes: int = 1024 * 1024  # largest reply source accepted (UTF-8 bytes)

@@ -114,17 +114,24 @@ def validate_diff(diff: Any) -> dict[str, list]:
         items = diff[key]
         if not isinstance(items, list):
             raise ValueError(f"graph diff '{key}' must be a list")
+        seen: set[Any] = set()
         for item in items:
             if key == "nodes_removed":
                 if not isinstance(item, str):
                     raise ValueError(f"graph diff '{key}' holds a non-string node {item!r}")
-                continue
-            width, tail = shapes[key]
-            ok = isinstance(item, list) and len(item) == width
-            ok = ok and all(isinstance(x, str) for x in item[: width - (1 if tail else 0)])
-            ok = ok and (tail is None or isinstance(item[-1], tail))
-            if not ok:
-                raise ValueError(f"graph diff '{key}' holds a malformed entry {item!r:.80}")
+                name: Any = item
+            else:
+                width, tail = shapes[key]
+                ok = isinstance(item, list) and len(item) == width
+                ok = ok and all(isinstance(x, str) for x in item[: width - (1 if tail else 0)])
+                ok = ok and (tail is None or isinstance(item[-1], tail))
+                if not ok:
+                    raise ValueError(f"graph diff '{key}' holds a malformed entry {item!r:.80}")
+                name = item[0] if key.startswith("nodes") else (item[0], item[1])
+            # A repeated entry would make apply_diff's inverse restore the wrong attributes.
+            if name in seen:
+                raise ValueError(f"graph diff '{key}' names {name!r:.80} more than once")
+            seen.add(name)
     return diff
 
 
@@ -139,9 +146,15 @@ def check_applicable(graph: nx.DiGraph, diff: dict[str, list]) -> None:
     for name, _ in diff["nodes_changed"]:
         if not graph.has_node(name):
             raise ValueError(f"graph diff changes node {name!r}, which the base lacks")
+    removed = set(diff["nodes_removed"])
+    added = {name for name, _ in diff["nodes_added"]}
     for u, v, *_ in diff["edges_added"]:
         if graph.has_edge(u, v):
             raise ValueError(f"graph diff adds edge {u!r}->{v!r}, which the base already has")
+        for end in (u, v):
+            # networkx would silently create a missing endpoint, which the inverse never removes
+            if end not in added and (end in removed or not graph.has_node(end)):
+                raise ValueError(f"graph diff adds edge {u!r}->{v!r}, but node {end!r} is absent")
     for key in ("edges_removed", "edges_changed"):
         for u, v, *_ in diff[key]:
             if not graph.has_edge(u, v):
@@ -162,13 +175,16 @@ def apply_diff(graph: nx.DiGraph, diff: dict[str, list]) -> dict[str, list]:
     for name in diff["nodes_removed"]:
         if graph.has_node(name):
             inverse["nodes_added"].append([name, dict(graph.nodes[name])])
-            for u, v, attrs in list(graph.in_edges(name, data=True)) + list(
-                graph.out_edges(name, data=True)
-            ):
+            # A self-loop is both an in- and an out-edge: record it once.
+            out_edges = [e for e in graph.out_edges(name, data=True) if e[1] != name]
+            for u, v, attrs in list(graph.in_edges(name, data=True)) + out_edges:
                 inverse["edges_added"].append([u, v, dict(attrs)])
             graph.remove_node(name)
     for name, attrs in diff["nodes_added"]:
-        graph.add_node(name, **attrs)
+        # update() rather than **attrs: an attribute named like an add_node parameter
+        # ("node_for_adding") would raise halfway and leave the base graph half-changed.
+        graph.add_node(name)
+        graph.nodes[name].update(attrs)
         inverse["nodes_removed"].append(name)
     for name, attrs in diff["nodes_changed"]:
         if graph.has_node(name):
@@ -178,7 +194,8 @@ def apply_diff(graph: nx.DiGraph, diff: dict[str, list]) -> dict[str, list]:
     for u, v, attrs in diff["edges_added"]:
         if not graph.has_edge(u, v):
             inverse["edges_removed"].append([u, v])
-        graph.add_edge(u, v, **attrs)
+        graph.add_edge(u, v)
+        graph.edges[u, v].update(attrs)
     for u, v, attrs in diff["edges_changed"]:
         if graph.has_edge(u, v):
             inverse["edges_changed"].append([u, v, dict(graph.edges[u, v])])

@@ -1,0 +1,179 @@
+"""`MaltApp`: the MALT capacity-planning app behind pipeline.core.App.
+
+One environment = one loaded topology and one GraphSandbox for it; an episode runs the
+agent's `process_graph(graph)` in that sandbox (never in this process) and records the
+answer record as step evidence for `score`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import fields
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import networkx as nx
+
+from emulators.pysandbox.limits import SandboxLimits
+from generators.malt import APP_VERSION, scoring
+from generators.malt.config import MaltConfig, validate_config
+from generators.malt.generator import MaltQueryGenerator
+from generators.malt.topology import load_topology
+from pipeline.core import Query, StepResult, StepStatus, Verdict
+from pipeline.errors import DataError, EnvironmentFailure
+
+NO_CODE = "the reply contains no Python code defining process_graph(graph)"
+_FENCE = re.compile(r"```[ \t]*(?P<lang>[\w+-]*)[^\n]*\n(?P<body>.*?)(?:```|\Z)", re.S)
+_DEFINES = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+process_graph[ \t]*\(", re.M)
+_PYTHON_TAGS = ("", "python", "python3", "py")
+
+
+def extract_code(reply: str) -> str | None:
+    """The code of a reply: the last fenced Python block defining process_graph, else the
+    whole reply when it has no fences and defines process_graph itself; None otherwise."""
+    blocks = [m for m in _FENCE.finditer(reply) if m.group("lang").lower() in _PYTHON_TAGS]
+    defining = [m.group("body") for m in blocks if _DEFINES.search(m.group("body"))]
+    if defining:
+        return defining[-1]
+    if "```" not in reply and _DEFINES.search(reply):
+        return reply
+    return None
+
+
+def _limits(value: Any) -> SandboxLimits:
+    """A SandboxLimits instance from a dataclass or an OmegaConf node of the same keys."""
+    if isinstance(value, SandboxLimits):
+        return value
+    return SandboxLimits(**{f.name: getattr(value, f.name) for f in fields(SandboxLimits)})
+
+
+class MaltEpisode:
+    """One query played in the environment's sandbox."""
+
+    def __init__(self, query: Query, sandbox: Any, max_turns: int) -> None:
+        self.query = query
+        self.max_turns = max_turns
+        self._sandbox = sandbox
+        self._turn = 0
+
+    def observe(self) -> str:
+        return self.query.prompt
+
+    def step(self, reply: str) -> StepResult:
+        self._turn += 1
+        last_turn = self._turn >= self.max_turns
+        code = extract_code(reply)
+        if code is None:
+            return StepResult("", StepStatus.PARSE_ERROR, NO_CODE, done=last_turn, error=NO_CODE)
+        result = self._sandbox.run(code)
+        evidence: dict[str, Any] = {}
+        if result.status is StepStatus.OK:
+            evidence["answer"] = result.value
+            output = result.stdout
+        else:
+            output = "\n".join(part for part in (result.error, result.stdout) if part)
+        if result.blocked:
+            evidence["blocked"] = list(result.blocked)
+        return StepResult(
+            action=code,
+            status=result.status,
+            output=output,
+            evidence=evidence,
+            # An answer ends the episode; a failed run may be retried while turns remain.
+            done=result.status is StepStatus.OK or last_turn,
+            error=result.error,
+            exec_s=result.exec_s,
+        )
+
+
+class MaltEnvironment:
+    """The loaded topology and one sandbox process for it, from enter to exit."""
+
+    def __init__(self, app: MaltApp) -> None:
+        self._app = app
+        self._sandbox: Any = None
+        self.topology_id: str | None = None
+
+    def __enter__(self) -> MaltEnvironment:
+        from emulators.pysandbox.sandbox import GraphSandbox  # only when an episode needs it
+
+        cfg = self._app.cfg
+        graph, self.topology_id = load_topology(
+            cfg.topology, self._app.cache_dir, self._app.shared_data_dir
+        )
+        self._sandbox = GraphSandbox(graph, _limits(cfg.sandbox))
+        self._sandbox.__enter__()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        sandbox, self._sandbox = self._sandbox, None
+        if sandbox is not None:
+            sandbox.close()
+
+    @contextmanager
+    def episode(self, query: Query) -> Iterator[MaltEpisode]:
+        if self._sandbox is None:
+            raise EnvironmentFailure("MaltEnvironment.episode() called outside its `with` block")
+        if query.env_key != self.topology_id:
+            raise DataError(
+                f"query {query.query_id} was generated on topology {query.env_key!r}, but this "
+                f"environment holds {self.topology_id!r}; regenerate the queries or set "
+                "app.topology to the generating config"
+            )
+        yield MaltEpisode(query, self._sandbox, self._app.cfg.max_turns)
+
+
+class MaltApp:
+    """Generator, environment, oracle and scorer of the MALT app, versioned together."""
+
+    name = "malt"
+    version = APP_VERSION
+
+    def __init__(
+        self, cfg: MaltConfig, cache_dir: Path, shared_data_dir: Path | None = None
+    ) -> None:
+        validate_config(cfg)
+        self.cfg = cfg
+        self.cache_dir = Path(cache_dir)
+        self.shared_data_dir = Path(shared_data_dir) if shared_data_dir is not None else None
+        self._generator: MaltQueryGenerator | None = None
+
+    def _prepared(self) -> MaltQueryGenerator:
+        """The topology with its indices and checker, loaded once; generation and scoring
+        both apply changes to this graph and revert them, never copy it."""
+        if self._generator is None:
+            graph, topology_id = load_topology(
+                self.cfg.topology, self.cache_dir, self.shared_data_dir
+            )
+            self._generator = MaltQueryGenerator(graph, topology_id)
+        return self._generator
+
+    def topology(self) -> tuple[nx.DiGraph, str]:
+        prepared = self._prepared()
+        return prepared.graph, prepared.topology_id
+
+    def generate(self, level: int, seed: int, count: int) -> Iterator[Query]:
+        return self._prepared().generate(level, seed, count)
+
+    def environment(self) -> MaltEnvironment:
+        return MaltEnvironment(self)
+
+    def oracle_reply(self, query: Query, turn: int, observation: str) -> str:
+        return f"```python\n{query.ground_truth['oracle_code']}```\n"
+
+    def score(self, query: Query, steps: Sequence[StepResult]) -> Verdict:
+        prepared = self._prepared()
+        if query.env_key != prepared.topology_id:
+            raise DataError(
+                f"query {query.query_id} was generated on topology {query.env_key!r}, but "
+                f"app.topology gives {prepared.topology_id!r}; score with the generating config"
+            )
+        return scoring.score(query, steps, prepared.checker)

@@ -1,0 +1,136 @@
+"""`make bench`: the speed figures the issues name, measured and written to data/bench/.
+
+    python -m pipeline.bench                 # all benchmarks
+    python -m pipeline.bench --only smoke    # one of them
+
+Each benchmark returns a flat dict of measurements (seconds unless named otherwise) and
+the target it is held to; the results land in <data>/bench/<name>.json with the machine
+and code version, and a table is printed. Benchmarks measure; they do not assert.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from pipeline.cells import data_root
+from pipeline.config import ROOT
+from pipeline.records import code_version
+
+Bench = Callable[[Path], dict[str, Any]]
+
+
+def bench_malt(data: Path) -> dict[str, Any]:
+    """MALT app: load Google's example, score a graph answer, generate 1,000 per level."""
+    from generators.malt import bench
+
+    return bench.run_all(cache_dir=data / "cache" / "bench-malt")
+
+
+def bench_sandbox(data: Path) -> dict[str, Any]:
+    """Per-run overhead of the agent-code sandbox on a ~5.5k-node graph."""
+    from emulators.pysandbox import bench
+
+    return bench.run_all()
+
+
+def bench_smoke(data: Path) -> dict[str, Any]:
+    """The smoke grid through `snakemake --cores 2 sweep` from an empty data dir."""
+    with tempfile.TemporaryDirectory(prefix="netgauge-bench-") as tmp:
+        started = time.perf_counter()
+        subprocess.run(
+            [
+                str(Path(sys.executable).with_name("snakemake")),
+                "--cores",
+                "2",
+                "sweep",
+                "--config",
+                "grid=smoke",
+                f"data_dir={tmp}",
+                "--quiet",
+                "all",
+            ],
+            cwd=ROOT,
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        cold = time.perf_counter() - started
+        started = time.perf_counter()
+        subprocess.run(
+            [
+                str(Path(sys.executable).with_name("snakemake")),
+                "--cores",
+                "2",
+                "sweep",
+                "--config",
+                "grid=smoke",
+                f"data_dir={tmp}",
+                "--quiet",
+                "all",
+            ],
+            cwd=ROOT,
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        noop = time.perf_counter() - started
+    return {
+        "smoke_sweep_s": round(cold, 2),
+        "smoke_noop_rerun_s": round(noop, 2),
+        "target_smoke_sweep_s": 120,
+    }
+
+
+BENCHMARKS: dict[str, Bench] = {
+    "malt": bench_malt,
+    "sandbox": bench_sandbox,
+    "smoke": bench_smoke,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m pipeline.bench",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--only",
+        choices=sorted(BENCHMARKS),
+        action="append",
+        help="run only these benchmarks (repeatable)",
+    )
+    parser.add_argument("--data-dir", default="data", help="data directory (default: data)")
+    args = parser.parse_args(argv)
+    data = data_root(args.data_dir)
+    out_dir = data / "bench"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    machine = {
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "code_version": code_version(),
+    }
+    for name in args.only or list(BENCHMARKS):
+        print(f"== {name}", flush=True)
+        figures = BENCHMARKS[name](data)
+        record = {"benchmark": name, "machine": machine, "figures": figures}
+        (out_dir / f"{name}.json").write_text(json.dumps(record, indent=2) + "\n")
+        width = max(len(k) for k in figures)
+        for key, value in figures.items():
+            print(f"  {key:<{width}}  {value}")
+    shutil.rmtree(data / "cache" / "bench-malt", ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

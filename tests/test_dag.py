@@ -1,0 +1,172 @@
+"""The whole pipeline for real: Snakemake DAG, direct Hydra runs, kill -9 and resume.
+
+These run the real MALT app and the real sandbox on the smoke grid.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from analysis.views import connect
+from pipeline.config import ROOT
+from pipeline.plan import read_plan
+
+pytestmark = pytest.mark.integration
+TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}|\d{2}-\d{2}-\d{2}")
+SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
+
+
+def snakemake(data: Path, *args: str, grid: str = "smoke", **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [SNAKEMAKE, "--cores", "2", *args, "--config", f"grid={grid}", f"data_dir={data}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        **kwargs,
+    )
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    data = tmp_path_factory.mktemp("smoke")
+    done = snakemake(data, "sweep")
+    assert done.returncode == 0, done.stderr[-4000:]
+    return data, done
+
+
+def test_dry_run_lists_every_stage(tmp_path):
+    done = snakemake(tmp_path, "-n", "sweep")
+    assert done.returncode == 0, done.stderr
+    stats = job_stats(done.stdout + done.stderr)
+    assert stats == {
+        "plan": 1,
+        "generate": 3,
+        "run": 6,
+        "score": 6,
+        "summarize": 1,
+        "sweep": 1,
+        "total": 18,
+    }
+    assert not (tmp_path / "results").exists()
+
+
+def job_stats(out: str) -> dict[str, int]:
+    """Snakemake's "Job stats" table as {rule: count}."""
+    lines = out.split("Job stats:", 1)[1].splitlines()[3:]
+    stats = {}
+    for line in lines:
+        parts = line.split()
+        if len(parts) != 2 or not parts[1].isdigit():
+            break
+        stats[parts[0]] = int(parts[1])
+    return stats
+
+
+def test_bad_grid_fails_before_any_work(tmp_path):
+    done = snakemake(tmp_path, "-n", "sweep", grid="smok")
+    assert done.returncode != 0
+    assert "unknown grid 'smok' (did you mean 'smoke'?); choose one of: default, smoke" in (
+        done.stdout + done.stderr
+    )
+
+
+def test_smoke_sweep_scores_reference_agents(smoke):
+    data, done = smoke
+    con = connect(data)
+    rows = con.execute(
+        "SELECT agent, level, count(*), avg(correct::INT), avg(safe::INT) FROM episodes "
+        "GROUP BY ALL ORDER BY ALL"
+    ).fetchall()
+    planned = read_plan(data, "smoke")
+    n = planned[0].queries
+    assert rows == [("null", lvl, n, 0.0, 1.0) for lvl in (1, 2, 3)] + [
+        ("oracle", lvl, n, 1.0, 1.0) for lvl in (1, 2, 3)
+    ]
+    outcomes = con.execute("SELECT DISTINCT agent, outcome FROM episodes ORDER BY ALL").fetchall()
+    assert outcomes == [("null", "parse_error"), ("oracle", "correct")]
+    # The sweep ends by printing the summary with both 95 % intervals.
+    assert "correct [normal 95%] [wilson 95%]" in done.stderr
+    assert (data / "summaries" / "smoke.md").exists()
+
+
+def test_rerun_is_a_no_op(smoke):
+    data, _ = smoke
+    done = snakemake(data, "-n", "sweep")
+    assert done.returncode == 0
+    assert "Nothing to be done" in done.stdout + done.stderr
+
+
+def test_direct_multirun_writes_the_same_shards(smoke, tmp_path):
+    data, _ = smoke
+    cmd = [
+        sys.executable,
+        "-m",
+        "pipeline.run",
+        "-m",
+        "app=malt",
+        "agent=oracle,null",
+        "level=1,3",
+        "queries=5",
+        f"data_dir={tmp_path}",
+    ]
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    for level in (1, 3):
+        part = f"queries/app=malt/level={level}/seed=0/part-0.parquet"
+        assert (tmp_path / "results" / part).read_bytes() == (data / "results" / part).read_bytes()
+        for agent in ("oracle", "null"):
+            part = f"episodes/app=malt/model=none/agent={agent}/level={level}/seed=0/part-0.parquet"
+            cols = ["query_id", "outcome", "correct", "safe", "config_hash"]
+            ours = pq.read_table(tmp_path / "results" / part, columns=cols)
+            theirs = pq.read_table(data / "results" / part, columns=cols)
+            assert ours.equals(theirs)
+    hydra_dirs = [p.relative_to(tmp_path) for p in (tmp_path / "logs" / "hydra").rglob("*")]
+    assert hydra_dirs and not any(TIMESTAMP.search(str(p)) for p in hydra_dirs), hydra_dirs
+    assert not any(TIMESTAMP.search(str(p)) for p in (tmp_path / "results").rglob("*"))
+
+
+def test_direct_run_rejects_unknown_app(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "pipeline.run", "app=mat"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert "unknown app 'mat' (did you mean 'malt'?); choose one of: malt" in done.stderr
+
+
+def test_kill_9_then_rerun_loses_and_duplicates_nothing(tmp_path):
+    proc = subprocess.Popen(
+        [SNAKEMAKE, "--cores", "2", "sweep", "--config", "grid=smoke", f"data_dir={tmp_path}"],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 120
+    episodes = tmp_path / "results" / "episodes"
+    while time.monotonic() < deadline and not any(episodes.glob("**/*.parquet")):
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)  # Snakemake and every job it started
+    proc.wait()
+    done = snakemake(tmp_path, "sweep")
+    assert done.returncode == 0, done.stderr[-4000:]
+    con = connect(tmp_path)
+    n, distinct = con.execute(
+        "SELECT count(*), count(DISTINCT (query_id, agent)) FROM episodes"
+    ).fetchone()
+    cells = read_plan(tmp_path, "smoke")
+    assert n == distinct == sum(c.queries for c in cells)
+    assert not list((tmp_path / "results").rglob(".*.tmp-*"))
