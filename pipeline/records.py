@@ -36,6 +36,17 @@ _CELL = [
     pa.field("seed", pa.int64(), nullable=False),
 ]
 
+# What a turn records, in `transcripts` (as played) and `steps` (as scored).
+_TURN = [
+    pa.field("query_id", pa.string(), nullable=False),
+    *_CELL,
+    pa.field("turn", pa.int16(), nullable=False),
+    pa.field("reply", pa.string(), nullable=False),
+    pa.field("action", pa.string(), nullable=False),
+    pa.field("status", pa.string(), nullable=False),
+    pa.field("output", pa.string(), nullable=False),
+]
+
 SCHEMAS: dict[str, pa.Schema] = {
     "queries": pa.schema(
         [
@@ -54,13 +65,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     ),
     "transcripts": pa.schema(
         [
-            pa.field("query_id", pa.string(), nullable=False),
-            *_CELL,
-            pa.field("turn", pa.int16(), nullable=False),
-            pa.field("reply", pa.string(), nullable=False),
-            pa.field("action", pa.string(), nullable=False),
-            pa.field("status", pa.string(), nullable=False),
-            pa.field("output", pa.string(), nullable=False),
+            *_TURN,
             pa.field("evidence", pa.string(), nullable=False),
             pa.field("error", pa.string()),
             pa.field("exec_s", pa.float64(), nullable=False),
@@ -91,13 +96,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     ),
     "steps": pa.schema(
         [
-            pa.field("query_id", pa.string(), nullable=False),
-            *_CELL,
-            pa.field("turn", pa.int16(), nullable=False),
-            pa.field("reply", pa.string(), nullable=False),
-            pa.field("action", pa.string(), nullable=False),
-            pa.field("status", pa.string(), nullable=False),
-            pa.field("output", pa.string(), nullable=False),
+            *_TURN,
             pa.field("safe", pa.bool_(), nullable=False),
             pa.field("error", pa.string()),
             pa.field("exec_s", pa.float64(), nullable=False),

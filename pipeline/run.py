@@ -55,7 +55,6 @@ def main(cfg: DictConfig) -> dict[str, object]:
     try:
         return run_cell(validate(cfg))
     except NetGaugeError as err:
-        log.error("%s", err)
         print(f"error: {err}", file=sys.stderr)
         raise SystemExit(2) from None
 

@@ -19,6 +19,7 @@ import pytest
 from analysis.views import connect
 from pipeline.config import ROOT
 from pipeline.plan import read_plan
+from tests.conftest import SHARED_DATA, require
 
 pytestmark = pytest.mark.integration
 TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}|\d{2}-\d{2}-\d{2}")
@@ -170,3 +171,53 @@ def test_kill_9_then_rerun_loses_and_duplicates_nothing(tmp_path):
     cells = read_plan(tmp_path, "smoke")
     assert n == distinct == sum(c.queries for c in cells)
     assert not list((tmp_path / "results").rglob(".*.tmp-*"))
+
+
+def run_direct(*overrides: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "pipeline.run", *overrides],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def test_missing_malt_file_is_a_clear_error(tmp_path):
+    done = run_direct(
+        "app=malt_google",
+        "app.topology.path=/nonexistent/malt.textproto",
+        f"data_dir={tmp_path}",
+        "queries=2",
+    )
+    assert done.returncode == 2
+    assert (
+        done.stderr.count(
+            "MALT topology file not found: /nonexistent/malt.textproto; "
+            "set app.topology.path=<file.textproto> or "
+            "app.topology.source=synthetic"
+        )
+        == 1
+    )
+    assert not (tmp_path / "results").exists()
+
+
+def test_cell_on_googles_malt_example(tmp_path):
+    require(
+        (SHARED_DATA / "malt" / "malt-example-final.textproto").exists(),
+        f"Google's MALT example is not in {SHARED_DATA}/malt",
+    )
+    done = run_direct(
+        "app=malt_google",
+        "agent=oracle",
+        "level=3",
+        "queries=4",
+        f"data_dir={tmp_path}",
+        f"shared_data_dir={SHARED_DATA}",
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (
+        "app=malt_google/model=none/agent=oracle/level=3/seed=0: n=4 correct=100.0%" in done.stdout
+    )
+    ids = connect(tmp_path).execute("SELECT DISTINCT app, query_id[:14] FROM episodes").fetchall()
+    assert ids == [("malt_google", "malt_google-L3")]

@@ -85,34 +85,9 @@ class BaseIndex:
 
 def graph_diff(base: BaseIndex, graph: nx.Graph) -> dict[str, list]:
     """Exactly `graphdiff.compute_diff(base.snapshot, graph)`, skipping unchanged entries."""
-    same_nodes = _unchanged(base.node_chunks, graph._node.get)
-    same_edges = _unchanged(base.edge_chunks, _edge_lookup(graph))
-    base_nodes, base_edges = base.snapshot
-    diff = graphdiff.empty_diff()
-    for node, attrs in graph.nodes(data=True):
-        if type(node) is str and node in same_nodes:
-            continue
-        name = str(node)
-        before = base_nodes.get(name)
-        after = graphdiff._attrs(attrs)
-        if before is None:
-            diff["nodes_added"].append([name, after])
-        elif before != after:
-            diff["nodes_changed"].append([name, after])
-    diff["nodes_removed"] = [n for n in base_nodes if not graph.has_node(n)]
-    seen: set[tuple[str, str]] = set()
-    for u, v, attrs in graph.edges(data=True):
-        key = (str(u), str(v))
-        seen.add(key)
-        if type(u) is str and type(v) is str and key in same_edges:
-            continue
-        before = base_edges.get(key)
-        after = graphdiff._attrs(attrs)
-        if before is None:
-            diff["edges_added"].append([key[0], key[1], after])
-        elif before != after:
-            diff["edges_changed"].append([key[0], key[1], after])
-    diff["edges_removed"] = [[u, v] for (u, v) in base_edges if (u, v) not in seen]
-    for key in graphdiff.DIFF_KEYS:
-        diff[key].sort(key=lambda item: item if isinstance(item, str) else item[:2])
-    return diff
+    return graphdiff.compute_diff(
+        base.snapshot,
+        graph,
+        unchanged_nodes=_unchanged(base.node_chunks, graph._node.get),
+        unchanged_edges=_unchanged(base.edge_chunks, _edge_lookup(graph)),
+    )

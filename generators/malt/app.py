@@ -134,7 +134,6 @@ class MaltEnvironment:
 class MaltApp:
     """Generator, environment, oracle and scorer of the MALT app, versioned together."""
 
-    name = "malt"
     version = APP_VERSION
 
     def __init__(
@@ -142,6 +141,7 @@ class MaltApp:
     ) -> None:
         validate_config(cfg)
         self.cfg = cfg
+        self.name = cfg.name  # a variant (e.g. malt_google) keeps its own ids and rows
         self.cache_dir = Path(cache_dir)
         self.shared_data_dir = Path(shared_data_dir) if shared_data_dir is not None else None
         self._generator: MaltQueryGenerator | None = None
@@ -153,7 +153,7 @@ class MaltApp:
             graph, topology_id = load_topology(
                 self.cfg.topology, self.cache_dir, self.shared_data_dir
             )
-            self._generator = MaltQueryGenerator(graph, topology_id)
+            self._generator = MaltQueryGenerator(graph, topology_id, app_name=self.name)
         return self._generator
 
     def topology(self) -> tuple[nx.DiGraph, str]:

@@ -56,10 +56,16 @@ class MaltQueryGenerator:
     """Per-topology indices, built once and shared by every query of every level."""
 
     def __init__(
-        self, graph: nx.DiGraph, topology_id: str, checker: SafetyChecker | None = None
+        self,
+        graph: nx.DiGraph,
+        topology_id: str,
+        checker: SafetyChecker | None = None,
+        *,
+        app_name: str = "malt",
     ) -> None:
         self.graph = graph
         self.topology_id = topology_id
+        self.app_name = app_name
         self.checker = checker or SafetyChecker(graph)
         if not self.checker.base_safe:
             raise QueryGenerationError(
@@ -81,7 +87,7 @@ class MaltQueryGenerator:
 
     def query(self, level: int, seed: int, index: int) -> Query:
         """Query `index` of (level, seed) on this topology."""
-        query_id = f"malt-L{level}-s{seed}-{index:05d}"
+        query_id = f"{self.app_name}-L{level}-s{seed}-{index:05d}"
         rng = random.Random(f"{seed}:{level}:{index}")
         reasons: Counter[str] = Counter()
         for _ in range(MAX_DRAWS):
@@ -144,7 +150,7 @@ class MaltQueryGenerator:
             )
         return Query(
             query_id=query_id,
-            app="malt",
+            app=self.app_name,
             level=level,
             seed=seed,
             index=index,
