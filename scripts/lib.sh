@@ -1,0 +1,27 @@
+# Shared helpers for scripts/setup.sh and scripts/setup.d/*.sh (sourced, not run).
+
+# ensure_apt PKG...: install the Debian packages that are missing; a no-op otherwise.
+ensure_apt() {
+    local missing=() pkg
+    for pkg in "$@"; do
+        dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" \
+            || missing+=("$pkg")
+    done
+    ((${#missing[@]})) || return 0
+    if [[ $EUID -ne 0 ]]; then
+        echo "setup: missing Debian packages: ${missing[*]}; run as root or install them" >&2
+        return 1
+    fi
+    echo "setup: installing Debian packages: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    if [[ ! -f /tmp/.netgauge-apt-updated ]]; then
+        apt-get update -qq && touch /tmp/.netgauge-apt-updated
+    fi
+    apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+# stamp_ok NAME FILE...: true when the stamp for NAME matches the hash of FILE...
+# stamp_set NAME FILE...: record it. Stamps live in .venv/, so a new venv redoes them.
+stamp_hash() { cat "$@" | sha256sum | cut -c1-16; }
+stamp_ok() { local n=$1; shift; [[ -f ".venv/.stamp-$n" && "$(cat ".venv/.stamp-$n")" == "$(stamp_hash "$@")" ]]; }
+stamp_set() { local n=$1; shift; stamp_hash "$@" > ".venv/.stamp-$n"; }
