@@ -73,10 +73,31 @@ def bench_smoke(data: Path) -> dict[str, Any]:
     return figures
 
 
+def bench_serving(data: Path) -> dict[str, Any]:
+    """CPU vLLM with the embedded model: start-to-ready, 8 concurrent vs 1 at a time."""
+    from pipeline.serving import bench
+    from pipeline.serving.models import vllm_python
+
+    if not vllm_python().exists():
+        return {"skipped": "the CPU vLLM engine is not installed (make setup)"}
+    figures = bench.run_all(data)
+    figures["target_concurrency_ratio"] = 4.0
+    return figures
+
+
+def bench_k8s(data: Path) -> dict[str, Any]:
+    """k8s app: cluster bring-up, probe matrix, enforcement, reset."""
+    from generators.k8s import bench
+
+    return bench.run_all()
+
+
 BENCHMARKS: dict[str, Bench] = {
+    "k8s": bench_k8s,
     "malt": bench_malt,
     "sandbox": bench_sandbox,
     "smoke": bench_smoke,
+    "serving": bench_serving,
 }
 
 

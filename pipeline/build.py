@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from omegaconf import DictConfig, OmegaConf
 
 from pipeline import registry
@@ -29,8 +31,11 @@ def make_app(cfg: DictConfig) -> App:
     return app_cls(app_cfg, layout(cfg).cache / cfg.app.name, shared)
 
 
-def make_agent(cfg: DictConfig, app: App) -> Agent:
+def make_agent(cfg: DictConfig, app: App, models: Any = None) -> Agent:
+    """The cell's agent; one that uses a model gets it from `models` (a ModelPool)."""
     agent_cls = registry.AGENTS.load(cfg.agent.kind)
+    if cfg.agent.uses_model:
+        return agent_cls(cfg.agent, app, model=cfg.model, models=models)
     return agent_cls(cfg.agent, app)
 
 

@@ -6,6 +6,7 @@ function of the cell, in hive layout, so the DAG and direct runs write the same 
     <data>/results/queries/app=A/level=L/seed=S/part-0.parquet
     <data>/results/episodes/app=A/model=M/agent=G/level=L/seed=S/part-0.parquet
     <data>/results/steps/app=A/model=M/agent=G/level=L/seed=S/part-0.parquet
+    <data>/results/calls/app=A/model=M/agent=G/level=L/seed=S/part-0.parquet
     <data>/work/transcripts/app=A/model=M/agent=G/level=L/seed=S/part-0.parquet
     <data>/work/partial/app=A/model=M/agent=G/level=L/seed=S/chunk-NNNNN.parquet
     <data>/plans/<grid>.json, <data>/summaries/<grid>.{parquet,md}, <data>/logs/...
@@ -83,6 +84,9 @@ class Layout:
 
     def steps(self, cell: Cell) -> Path:
         return self.root / "results" / "steps" / cell.part / "part-0.parquet"
+
+    def calls(self, cell: Cell) -> Path:
+        return self.root / "results" / "calls" / cell.part / "part-0.parquet"
 
     def plan(self, grid: str) -> Path:
         return self.root / "plans" / f"{grid}.json"

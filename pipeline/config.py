@@ -55,14 +55,16 @@ class GridConfig:
 @dataclass
 class RunConfig:
     flush_every_s: float = 5.0  # checkpoint finished episodes at most this often
+    concurrency: int = 1  # episodes at once (each with its own environment)
     env_error_policy: str = "fail"  # fail: env_error episodes fail the cell (retried on rerun)
 
 
 @dataclass
 class NetGaugeConfig:
+    # app, agent and model are checked against the schema their `kind` names in the registry.
     app: Any = None
-    agent: AgentConfig = field(default_factory=AgentConfig)
-    model: ModelConfig = field(default_factory=ModelConfig)
+    agent: Any = None
+    model: Any = None
     grid: GridConfig = field(default_factory=GridConfig)
     run: RunConfig = field(default_factory=RunConfig)
     level: int = 1
@@ -133,17 +135,21 @@ def compose(overrides: Sequence[str] = ()) -> DictConfig:
 def validate(cfg: DictConfig) -> DictConfig:
     """Check `cfg` against the schemas; return it resolved, typed and read-only."""
     cfg = merge_schema(cfg, "", NetGaugeConfig)
-    for group in ("agent", "model", "grid"):
-        name = cfg[group].name
-        check_choice(group, name)
-    app_name = cfg.app.get("name") if isinstance(cfg.app, DictConfig) else None
-    if app_name is None:
-        raise ConfigError("the app config has no 'name' key; every conf/app/*.yaml must set one")
-    check_choice("app", app_name)
-    cfg.app = app_section(cfg.app)
-    for key, low in (("level", 1), ("seed", 0), ("queries", 1)):
-        if cfg[key] < low:
-            raise ConfigError(f"{key}={cfg[key]} is out of range; expected an integer >= {low}")
+    for group in ("app", "agent", "model"):
+        node = cfg[group]
+        name = node.get("name") if isinstance(node, DictConfig) else None
+        if name is None:
+            raise ConfigError(
+                f"the {group} config has no 'name' key; every conf/{group}/*.yaml must set one"
+            )
+        check_choice(group, str(name))
+        cfg[group] = section(group, node)
+    check_choice("grid", cfg.grid.name)
+    for key, low in (("level", 1), ("seed", 0), ("queries", 1), ("run.concurrency", 1)):
+        if OmegaConf.select(cfg, key) < low:
+            raise ConfigError(
+                f"{key}={OmegaConf.select(cfg, key)} is out of range; expected an integer >= {low}"
+            )
     if cfg.run.env_error_policy not in ("fail", "record"):
         raise ConfigError(
             f"run.env_error_policy='{cfg.run.env_error_policy}' is not allowed; "
@@ -154,13 +160,13 @@ def validate(cfg: DictConfig) -> DictConfig:
     return cfg
 
 
-def app_section(section: DictConfig) -> DictConfig:
-    """Validate an app's section against the schema its registry entry names."""
+def section(group: str, node: DictConfig) -> DictConfig:
+    """Check an app, agent or model section against the schema its `kind` names."""
     from pipeline import registry
 
-    kind = section.get("kind", section.get("name"))
-    schema = registry.APP_SCHEMAS.load(str(kind))
-    merged = merge_schema(section, "app", schema)
+    kind = node.get("kind", node.get("name"))
+    schema = registry.SCHEMAS[group].load(str(kind))
+    merged = merge_schema(node, group, schema)
     checker = getattr(OmegaConf.to_object(merged), "validate", None)
     if checker is not None:
         checker()  # the app's own value checks (enums, ranges), before any work

@@ -86,6 +86,21 @@ class Verdict:
     detail: dict[str, Any] = field(default_factory=dict)  # app-specific, stored as JSON
 
 
+class ReplyFormat(Protocol):
+    """How an app wants replies written; LLM agents use it to repair bad ones.
+
+    `check` must agree with what the app's episodes can parse: a reply it accepts is
+    never a parse_error step.
+    """
+
+    instructions: str  # one sentence: the required format, quoted in re-prompts
+    example: str  # a complete reply in the right format (for the re-prompt with example)
+
+    def check(self, reply: str) -> str | None:
+        """None when `reply` can be parsed, else why not (shown to the model)."""
+        ...
+
+
 class Episode(Protocol):
     """One query being played. `observe()` gives the first observation."""
 
@@ -109,6 +124,8 @@ class App(Protocol):
 
     name: str
     version: str
+    reply_format: ReplyFormat
+    few_shot: Sequence[tuple[str, str]]  # (task, ideal reply) pairs written for the app
 
     def generate(self, level: int, seed: int, count: int) -> Iterator[Query]: ...
 

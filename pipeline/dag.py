@@ -6,6 +6,7 @@ tested without Snakemake.
 
 from __future__ import annotations
 
+import re
 import shlex
 import sys
 from dataclasses import dataclass
@@ -24,8 +25,8 @@ WILDCARDS = {
     "level": r"\d+",
     "seed": r"\d+",
 }
-_QUERY_PART = "app={app}/level={level}/seed={seed}"
-_CELL_PART = "app={app}/model={model}/agent={agent}/level={level}/seed={seed}"
+# A cell whose fields are Snakemake wildcards: Layout turns it into output patterns.
+_WILDCARD_CELL = Cell("{app}", "{model}", "{agent}", "{level}", "{seed}", 0)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -60,18 +61,15 @@ class Workflow:
         return shlex.quote(str(self.root))
 
     def pattern(self, table: str) -> str:
-        """The output pattern (with Snakemake wildcards) of a per-cell or per-query shard."""
-        base = {
-            "queries": "results/queries",
-            "episodes": "results/episodes",
-            "steps": "results/steps",
-            "transcripts": "work/transcripts",
-        }[table]
-        part = _QUERY_PART if table == "queries" else _CELL_PART
-        return str(self.root / base / part / "part-0.parquet")
+        """A shard's path with Snakemake wildcards, from the same Layout the stages use."""
+        return str(getattr(self.plan.layout, table)(_WILDCARD_CELL))
+
+    def rule_name(self, model: str) -> str:
+        return "run_model_" + re.sub(r"\W", "_", model)
 
     def log(self, stage: str) -> str:
-        part = _QUERY_PART if stage == "generate" else _CELL_PART
+        cell = _WILDCARD_CELL
+        part = cell.query_part if stage == "generate" else cell.part
         return str(self.root / "logs" / stage / part.replace("/", "_")) + ".log"
 
     def queries_param(self, wildcards: Any) -> int:
@@ -90,6 +88,15 @@ class Workflow:
             if (cell.app, cell.model, cell.agent, cell.level, cell.seed) == key:
                 return cell.queries
         raise NetGaugeError(f"no cell {key} in grid '{self.plan.grid}'")
+
+    @property
+    def llm_models(self) -> list[str]:
+        return sorted(self.plan.models)
+
+    def model_shards(self, table: str, model: str) -> list[str]:
+        """One shard per cell of `model` (its run job plays them all on one server)."""
+        shards = [self._fill(self.pattern(table), c) for c in self.plan.model_cells(model)]
+        return sorted(set(shards))  # cells of one model share their queries shards
 
     def cell_shards(self, table: str) -> list[str]:
         return [self._fill(self.pattern(table), cell) for cell in self.plan.cells]

@@ -14,7 +14,7 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from pipeline.cells import Cell, Layout, data_root, grid_cells
-from pipeline.config import CONF_DIR, AgentConfig, ModelConfig, app_section, compose, merge_schema
+from pipeline.config import CONF_DIR, compose, section
 from pipeline.core import canonical_json
 from pipeline.errors import ConfigError
 
@@ -26,6 +26,7 @@ class Plan:
     layout: Layout
     cells: tuple[Cell, ...]
     config: dict
+    models: dict[str, dict]  # resolved conf/model/ sections of the models the grid uses
 
     def queries_count(self, app: str, level: int, seed: int) -> int:
         """The query count the grid asks of (app, level, seed)."""
@@ -34,9 +35,22 @@ class Plan:
             raise ConfigError(f"grid '{self.grid}' has no cell app={app} level={level} seed={seed}")
         return max(counts)
 
+    def model_cells(self, model: str) -> list[Cell]:
+        return [c for c in self.cells if c.model == model]
+
+    def gpus(self, model: str) -> int:
+        """GPUs a model's server needs: its tensor-parallel size, on GPU engines only."""
+        cfg = self.models[model]
+        return int(cfg["tensor_parallel_size"]) if cfg["kind"] == "vllm" else 0
+
     def as_json(self) -> str:
         return canonical_json(
-            {"grid": self.grid, "config": self.config, "cells": [c.as_dict() for c in self.cells]}
+            {
+                "grid": self.grid,
+                "config": self.config,
+                "models": self.models,
+                "cells": [c.as_dict() for c in self.cells],
+            }
         )
 
     def write(self) -> Path:
@@ -55,10 +69,7 @@ def load_choice(group: str, name: str) -> DictConfig:
         raise ConfigError(
             f"conf/{group}/{name}.yaml sets name '{cfg.get('name')}'; it must equal the file stem"
         )
-    if group == "app":
-        return app_section(cfg)
-    schema = {"agent": AgentConfig, "model": ModelConfig}[group]
-    return merge_schema(cfg, group, schema)
+    return section(group, cfg)
 
 
 def load_plan(grid: str, data_dir: str | Path = "data") -> Plan:
@@ -66,13 +77,16 @@ def load_plan(grid: str, data_dir: str | Path = "data") -> Plan:
     agents = {name: load_choice("agent", name) for name in cfg.grid.agents}
     for name in cfg.grid.apps:
         load_choice("app", name)
-    for name in cfg.grid.models:
-        if name != "none":
-            load_choice("model", name)
     uses_model = {name: bool(agent.uses_model) for name, agent in agents.items()}
     cells = tuple(grid_cells(cfg.grid, uses_model))
+    models = {
+        name: OmegaConf.to_container(load_choice("model", name), resolve=True)
+        for name in sorted({c.model for c in cells} - {"none"})
+    }
     grid_plain = OmegaConf.to_container(cfg.grid, resolve=True)
-    return Plan(cfg.grid.name, str(data_dir), Layout(data_root(data_dir)), cells, grid_plain)
+    return Plan(
+        cfg.grid.name, str(data_dir), Layout(data_root(data_dir)), cells, grid_plain, models
+    )
 
 
 def read_plan(data_dir: str | Path, grid: str) -> list[Cell]:

@@ -2,6 +2,7 @@
 
 Tables (documented column by column in data/README.md):
     queries      one row per generated query
+    calls        one row per model call (LLM agents only)
     transcripts  one row per agent turn, as played (internal: the score stage's input)
     episodes     one row per query x agent: the verdict
     steps        one row per agent turn, with its per-step safety verdict
@@ -72,6 +73,7 @@ SCHEMAS: dict[str, pa.Schema] = {
             pa.field("agent_s", pa.float64(), nullable=False),
             pa.field("prompt_tokens", pa.int64()),
             pa.field("completion_tokens", pa.int64()),
+            pa.field("calls", pa.string(), nullable=False),
         ]
     ),
     "episodes": pa.schema(
@@ -89,6 +91,11 @@ SCHEMAS: dict[str, pa.Schema] = {
             pa.field("error", pa.string()),
             pa.field("prompt_tokens", pa.int64()),
             pa.field("completion_tokens", pa.int64()),
+            pa.field("tokens_per_s", pa.float64()),
+            pa.field("model_calls", pa.int32(), nullable=False),
+            pa.field("reprompts", pa.int16(), nullable=False),
+            pa.field("example_reprompts", pa.int16(), nullable=False),
+            pa.field("master_extractions", pa.int16(), nullable=False),
             pa.field("detail", pa.string(), nullable=False),
             pa.field("config_hash", pa.string(), nullable=False),
             pa.field("code_version", pa.string(), nullable=False),
@@ -102,6 +109,22 @@ SCHEMAS: dict[str, pa.Schema] = {
             pa.field("exec_s", pa.float64(), nullable=False),
             pa.field("agent_s", pa.float64(), nullable=False),
             pa.field("evidence", pa.string(), nullable=False),
+        ]
+    ),
+    "calls": pa.schema(
+        [
+            pa.field("query_id", pa.string(), nullable=False),
+            *_CELL,
+            pa.field("turn", pa.int16(), nullable=False),
+            pa.field("call_index", pa.int16(), nullable=False),
+            pa.field("purpose", pa.string(), nullable=False),
+            pa.field("served_model", pa.string(), nullable=False),
+            pa.field("prompt_tokens", pa.int64(), nullable=False),
+            pa.field("completion_tokens", pa.int64(), nullable=False),
+            pa.field("latency_s", pa.float64(), nullable=False),
+            pa.field("ttft_s", pa.float64(), nullable=False),
+            pa.field("tokens_per_s", pa.float64(), nullable=False),
+            pa.field("finish_reason", pa.string()),
         ]
     ),
 }

@@ -42,12 +42,45 @@ class Registry:
         return getattr(importlib.import_module(module), attr)
 
 
-APPS = Registry("app", {"malt": "generators.malt.app:MaltApp"})
-APP_SCHEMAS = Registry("app", {"malt": "generators.malt.config:MaltConfig"})
+APPS = Registry(
+    "app",
+    {
+        "malt": "generators.malt.app:MaltApp",
+        "k8s": "generators.k8s.app:K8sApp",
+    },
+)
 AGENTS = Registry(
     "agent",
     {
         "oracle": "pipeline.agents:OracleAgent",
         "null": "pipeline.agents:NullAgent",
+        "llm": "pipeline.llm.agent:LLMAgent",
     },
 )
+
+# The config schema of each kind, per config group (checked before any work).
+APP_SCHEMAS = Registry(
+    "app kind",
+    {
+        "malt": "generators.malt.config:MaltConfig",
+        "k8s": "generators.k8s.config:K8sConfig",
+    },
+)
+AGENT_SCHEMAS = Registry(
+    "agent kind",
+    {
+        "oracle": "pipeline.config:AgentConfig",
+        "null": "pipeline.config:AgentConfig",
+        "llm": "pipeline.llm.config:LLMAgentConfig",
+    },
+)
+MODEL_SCHEMAS = Registry(
+    "model kind",
+    {
+        "none": "pipeline.config:ModelConfig",
+        "vllm_cpu": "pipeline.serving.config:VllmModelConfig",
+        "vllm": "pipeline.serving.config:VllmModelConfig",
+        "openai": "pipeline.serving.config:VllmModelConfig",
+    },
+)
+SCHEMAS = {"app": APP_SCHEMAS, "agent": AGENT_SCHEMAS, "model": MODEL_SCHEMAS}

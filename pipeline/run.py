@@ -40,7 +40,10 @@ def run_cell(cfg: DictConfig) -> dict[str, object]:
     digest = run_hash(cfg, app)
     if shard_hash(paths.transcripts(cell)) != digest:
         run(cfg)
-    if shard_hash(paths.episodes(cell)) != digest or shard_hash(paths.steps(cell)) != digest:
+    if any(
+        shard_hash(p) != digest
+        for p in (paths.episodes(cell), paths.steps(cell), paths.calls(cell))
+    ):
         score(cfg)
     episodes = read_shard("episodes", paths.episodes(cell)).to_pydict()
     n = len(episodes["correct"])

@@ -9,38 +9,75 @@ every query has been played.
 
 from __future__ import annotations
 
-import fcntl
+import contextlib
 import logging
-import os
-import shutil
+import queue
+import threading
 import time
 import traceback
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 from omegaconf import DictConfig
 from tqdm import tqdm
 
-from pipeline.agents import Agent, Exchange
+from pipeline.agents import Agent, Exchange, Reply
 from pipeline.build import layout, make_agent, make_app, run_hash
 from pipeline.cells import Cell, cell_from_config
+from pipeline.checkpoint import CellFailed, Checkpoint
 from pipeline.core import App, Environment, Query, StepResult, StepStatus, canonical_json
 from pipeline.errors import EnvironmentFailure
 from pipeline.generate import read_queries
-from pipeline.records import read_shard, shard_hash, to_table, write_shard
+from pipeline.records import write_shard
 
 log = logging.getLogger(__name__)
 
-
-class CellFailed(EnvironmentFailure):
-    """A cell could not finish; what it finished is kept for the rerun."""
+__all__ = ["CellFailed", "Checkpoint", "play", "run"]
 
 
-def run(cfg: DictConfig) -> Path:
-    """Play every query of the cell; write its transcripts shard; return its path."""
+def run(cfg: DictConfig, models: Any = None) -> Path:
+    """Play every query of the cell; write its transcripts shard; return its path.
+
+    `models` is a `pipeline.llm.models.ModelPool` shared by the cells of one model; a
+    cell whose agent needs a model and gets none opens (and closes) its own.
+    """
+    with contextlib.ExitStack() as stack:
+        if cfg.agent.uses_model and models is None:
+            from pipeline.llm.models import ModelPool
+
+            models = stack.enter_context(ModelPool(layout(cfg).root))
+        return _run(cfg, models)
+
+
+def run_model(grid: str, model: str, data_dir: str) -> list[Path]:
+    """Play every cell of `grid` that uses `model`, on one served instance of it.
+
+    Cells whose transcripts are already up to date are skipped, so a rerun after a crash
+    resumes with the cell that was interrupted (itself resumed from its checkpoint).
+    """
+    from pipeline.build import cell_config
+    from pipeline.llm.models import ModelPool
+    from pipeline.plan import load_plan
+    from pipeline.records import shard_hash
+
+    plan = load_plan(grid, data_dir)
+    cells = plan.model_cells(model)
+    if not cells:
+        raise CellFailed(f"grid '{grid}' has no cell with model '{model}'")
+    done = []
+    with ModelPool(plan.layout.root) as models:
+        for cell in cells:
+            cfg = cell_config(cell, data_dir)
+            path = plan.layout.transcripts(cell)
+            if shard_hash(path) != run_hash(cfg, make_app(cfg)):
+                run(cfg, models)
+            done.append(path)
+    return done
+
+
+def _run(cfg: DictConfig, models: Any) -> Path:
     app = make_app(cfg)
-    agent = make_agent(cfg, app)
+    agent = make_agent(cfg, app, models)
     cell = cell_from_config(cfg)
     paths = layout(cfg)
     digest = run_hash(cfg, app)
@@ -71,8 +108,15 @@ def _play_missing(
     queries: list[Query],
     checkpoint: Checkpoint,
 ) -> list[str]:
-    """Play the queries the checkpoint lacks; return the env_error failures to report."""
-    todo = [q for q in queries if q.query_id not in checkpoint.done]
+    """Play the queries the checkpoint lacks; return the env_error failures to report.
+
+    Episodes run on `workers` threads, each with its own environment (opened and closed
+    on that thread); this thread checkpoints their rows as they finish.
+    """
+    todo: queue.Queue[Query] = queue.Queue()
+    for query in queries:
+        if query.query_id not in checkpoint.done:
+            todo.put(query)
     if checkpoint.done:
         log.info(
             "resuming %s: %d of %d episodes already done",
@@ -80,19 +124,70 @@ def _play_missing(
             len(checkpoint.done),
             len(queries),
         )
+    workers = max(1, min(workers_for(cfg), todo.qsize()))
+    results: queue.Queue[tuple[str, Any]] = queue.Queue()
+    stop = threading.Event()
+
+    def worker() -> None:
+        try:
+            with app.environment() as env:
+                while not stop.is_set():
+                    try:
+                        query = todo.get_nowait()
+                    except queue.Empty:
+                        return
+                    results.put(("rows", play(env, agent, query, cell)))
+        except BaseException as err:  # handed to the main thread, which re-raises it
+            results.put(("error", err))
+        finally:
+            results.put(("done", None))
+
+    threads = [
+        threading.Thread(target=worker, name=f"episode-{i}", daemon=True) for i in range(workers)
+    ]
     failures: list[str] = []
-    with app.environment() as env:
-        for query in tqdm(todo, desc=f"run {cell.part}", unit="ep"):
-            rows = play(env, agent, query, cell)
-            env_error = next(
-                (r["error"] for r in rows if r["status"] == StepStatus.ENV_ERROR), None
-            )
-            if env_error and cfg.run.env_error_policy == "fail":
-                failures.append(f"{query.query_id}: {env_error}")
-                continue
-            checkpoint.add(rows, flush_every_s=cfg.run.flush_every_s)
+    error: BaseException | None = None
+    for thread in threads:
+        thread.start()
+    try:
+        with tqdm(total=todo.qsize(), desc=f"run {cell.part}", unit="ep") as bar:
+            running = workers
+            while running:
+                kind, payload = results.get()
+                if kind == "done":
+                    running -= 1
+                elif kind == "error":
+                    error = error or payload
+                    stop.set()
+                else:
+                    bar.update()
+                    failure = _env_error(payload)
+                    if failure and cfg.run.env_error_policy == "fail":
+                        failures.append(failure)
+                        continue
+                    checkpoint.add(payload, flush_every_s=cfg.run.flush_every_s)
+    finally:
+        stop.set()  # on Ctrl-C too: workers finish their episode and close their env
+        for thread in threads:
+            thread.join(timeout=60)
+    if error is not None:
+        raise error
     checkpoint.flush()
     return failures
+
+
+def workers_for(cfg: DictConfig) -> int:
+    """Episodes at once: run.concurrency, or the model's requests in flight if larger."""
+    if cfg.agent.uses_model:
+        return max(cfg.run.concurrency, cfg.model.max_in_flight)
+    return cfg.run.concurrency
+
+
+def _env_error(rows: list[dict[str, Any]]) -> str | None:
+    for row in rows:
+        if row["status"] == StepStatus.ENV_ERROR:
+            return f"{row['query_id']}: {row['error']}"
+    return None
 
 
 def play(env: Environment, agent: Agent, query: Query, cell: Cell) -> list[dict[str, Any]]:
@@ -107,8 +202,7 @@ def play(env: Environment, agent: Agent, query: Query, cell: Cell) -> list[dict[
                 reply = agent.reply(query, observation, history, turn)
                 agent_s = time.perf_counter() - started
                 result = _step(episode, reply.text)
-                tokens = (reply.prompt_tokens, reply.completion_tokens)
-                rows.append(_row(query, cell, turn, reply.text, result, agent_s, tokens))
+                rows.append(_row(query, cell, turn, reply, result, agent_s))
                 history.append(Exchange(observation, reply.text))
                 if result.done or result.status is StepStatus.ENV_ERROR:
                     break
@@ -129,10 +223,9 @@ def _row(
     query: Query,
     cell: Cell,
     turn: int,
-    reply: str,
+    reply: Reply,
     result: StepResult,
     agent_s: float,
-    tokens: tuple[int | None, int | None] = (None, None),
 ) -> dict[str, Any]:
     return {
         "query_id": query.query_id,
@@ -142,7 +235,7 @@ def _row(
         "level": cell.level,
         "seed": cell.seed,
         "turn": turn,
-        "reply": reply,
+        "reply": reply.text,
         "action": result.action,
         "status": str(result.status),
         "output": result.output,
@@ -150,90 +243,13 @@ def _row(
         "error": result.error,
         "exec_s": result.exec_s,
         "agent_s": agent_s,
-        "prompt_tokens": tokens[0],
-        "completion_tokens": tokens[1],
+        "prompt_tokens": reply.prompt_tokens,
+        "completion_tokens": reply.completion_tokens,
+        "calls": canonical_json(reply.calls),
     }
 
 
 def _env_error_row(query: Query, cell: Cell, turn: int, error: str) -> dict[str, Any]:
     log.error("environment failure in %s:\n%s", query.query_id, traceback.format_exc())
     failed = StepResult("", StepStatus.ENV_ERROR, "", error=error, done=True)
-    return _row(query, cell, turn, "", failed, 0.0)
-
-
-class Checkpoint:
-    """Finished episodes of one cell, kept as chunk shards until the cell completes.
-
-    Entering takes an exclusive lock on the cell (flock: the kernel releases it when the
-    holder dies, even by kill -9), so two runs of one cell never interleave chunks.
-    """
-
-    def __init__(self, folder: Path, digest: str) -> None:
-        self.folder = folder
-        self.digest = digest
-        self._chunks: list[pa.Table] = []
-        self._pending: list[dict[str, Any]] = []
-        self._last_flush = time.monotonic()
-        self._lock: int | None = None
-        self.done: set[str] = set()
-
-    def __enter__(self) -> Checkpoint:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.folder / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.read(fd, 64).decode(errors="replace").strip() or "?"
-            os.close(fd)
-            raise CellFailed(
-                f"{self.folder.name} is being run by another process (pid {holder}); "
-                "wait for it or stop it"
-            ) from None
-        os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode())
-        self._lock = fd
-        self._load()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.folder.exists():
-            self.flush()  # finished episodes survive Ctrl-C and errors alike
-        if self._lock is not None:
-            os.close(self._lock)  # releases the flock
-            self._lock = None
-
-    def _load(self) -> None:
-        for chunk in sorted(self.folder.glob("chunk-*.parquet")):
-            if shard_hash(chunk) != self.digest:
-                log.warning("discarding %s: written for another config", chunk)
-                chunk.unlink()
-                continue
-            table = read_shard("transcripts", chunk)
-            self._chunks.append(table)
-            self.done.update(table.column("query_id").to_pylist())
-
-    def add(self, rows: list[dict[str, Any]], *, flush_every_s: float) -> None:
-        self._pending.extend(rows)
-        self.done.update(r["query_id"] for r in rows)
-        if time.monotonic() - self._last_flush >= flush_every_s:
-            self.flush()
-
-    def flush(self) -> None:
-        self._last_flush = time.monotonic()
-        if not self._pending:
-            return
-        table = to_table("transcripts", self._pending)
-        name = f"chunk-{len(self._chunks):05d}.parquet"
-        write_shard("transcripts", table, self.folder / name, config_hash=self.digest)
-        self._chunks.append(table)
-        self._pending = []
-
-    def table(self) -> pa.Table:
-        tables = [t.replace_schema_metadata(None) for t in self._chunks]
-        if not tables:
-            return to_table("transcripts", [])
-        merged = pa.concat_tables(tables)
-        return merged.sort_by([("query_id", "ascending"), ("turn", "ascending")])
-
-    def clear(self) -> None:
-        shutil.rmtree(self.folder, ignore_errors=True)
+    return _row(query, cell, turn, Reply(""), failed, 0.0)

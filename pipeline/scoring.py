@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +25,8 @@ from pipeline.records import code_version, read_shard, to_table, write_shard
 log = logging.getLogger(__name__)
 
 
-def score(cfg: DictConfig) -> tuple[Path, Path]:
-    """Score the cell's transcripts; write its episodes and steps shards."""
+def score(cfg: DictConfig) -> tuple[Path, Path, Path]:
+    """Score the cell's transcripts; write its episodes, steps and calls shards."""
     app = make_app(cfg)
     cell = cell_from_config(cfg)
     paths = layout(cfg)
@@ -41,7 +41,7 @@ def score(cfg: DictConfig) -> tuple[Path, Path]:
             f"transcripts of {cell.part} lack {len(missing)} queries (first: {missing[0]}); "
             "rerun the run stage"
         )
-    episodes, steps = [], []
+    episodes, steps, calls = [], [], []
     version = code_version()
     for query in tqdm(queries, desc=f"score {cell.part}", unit="ep"):
         rows = sorted(by_query[query.query_id], key=lambda r: r["turn"])
@@ -56,10 +56,12 @@ def score(cfg: DictConfig) -> tuple[Path, Path]:
         )
         for row, safe in zip(rows, verdict.step_safe, strict=True):
             steps.append(_step_row(row, safe))
-    out_episodes, out_steps = paths.episodes(cell), paths.steps(cell)
-    write_shard("steps", to_table("steps", steps), out_steps, config_hash=digest)
-    write_shard("episodes", to_table("episodes", episodes), out_episodes, config_hash=digest)
-    return out_episodes, out_steps
+            calls.extend(_call_rows(row))
+    out = paths.episodes(cell), paths.steps(cell), paths.calls(cell)
+    write_shard("calls", to_table("calls", calls), out[2], config_hash=digest)
+    write_shard("steps", to_table("steps", steps), out[1], config_hash=digest)
+    write_shard("episodes", to_table("episodes", episodes), out[0], config_hash=digest)
+    return out
 
 
 def _step(row: dict[str, Any]) -> StepResult:
@@ -87,6 +89,10 @@ def _episode_row(
     version: str,
 ) -> dict[str, Any]:
     first = rows[0]
+    calls = [call for row in rows for call in json.loads(row["calls"])]
+    purposes = Counter(call["purpose"] for call in calls)
+    call_s = sum(call["latency_s"] for call in calls)
+    completion = sum(call["completion_tokens"] for call in calls)
     return {
         "query_id": first["query_id"],
         **{key: first[key] for key in ("app", "model", "agent", "level", "seed")},
@@ -101,10 +107,40 @@ def _episode_row(
         "error": verdict.error,
         "prompt_tokens": _total(rows, "prompt_tokens"),
         "completion_tokens": _total(rows, "completion_tokens"),
+        "tokens_per_s": completion / call_s if call_s > 0 else None,
+        "model_calls": len(calls),
+        "reprompts": purposes["reprompt"],
+        "example_reprompts": purposes["example"],
+        "master_extractions": purposes["master"],
         "detail": canonical_json(verdict.detail),
         "config_hash": digest,
         "code_version": version,
     }
+
+
+def _call_rows(row: dict[str, Any]) -> list[dict[str, Any]]:
+    cell = {key: row[key] for key in ("query_id", "app", "model", "agent", "level", "seed")}
+    return [
+        {
+            **cell,
+            "turn": row["turn"],
+            "call_index": index,
+            "purpose": call["purpose"],
+            "served_model": call["model"],
+            **{
+                key: call[key]
+                for key in (
+                    "prompt_tokens",
+                    "completion_tokens",
+                    "latency_s",
+                    "ttft_s",
+                    "tokens_per_s",
+                    "finish_reason",
+                )
+            },
+        }
+        for index, call in enumerate(json.loads(row["calls"]))
+    ]
 
 
 def _step_row(row: dict[str, Any], safe: bool) -> dict[str, Any]:

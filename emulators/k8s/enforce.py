@@ -1,0 +1,173 @@
+"""NetworkPolicies and Services compiled to one `iptables-restore` script per pod.
+
+Each pod's namespace gets its own rules (so one policy change rewrites only the pods it
+selects): Service ClusterIPs are DNATed to the first ready endpoint in `nat OUTPUT`
+(kube-proxy's translation done at the source, as socket-level load balancers do; the
+filter chains then see the real destination, as policies require); established and
+related packets pass; `NGK-INGRESS` / `NGK-EGRESS` accept everything for a direction no
+policy isolates, else hold one ACCEPT per peer x port x protocol and end in DROP. An
+ipBlock with `except` gets its own chain whose first rules RETURN the excepted ranges.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from emulators.k8s.policy import (
+    PodInfo,
+    View,
+    ip_in_block,
+    peer_matches,
+    policy_types,
+    resolve_target,
+    selects,
+)
+
+PROTOCOLS = {"TCP": "tcp", "UDP": "udp", "SCTP": "sctp"}
+
+
+def _ports(
+    entries: list[Mapping[str, Any]] | None, dests: list[PodInfo] | None
+) -> list[tuple[str, str | None, str | None]]:
+    """(iptables protocol, --dport value or None, destination IP or None) per allowed port;
+    named ports expand to one entry per destination pod that names that port. An empty
+    list means every port; [] of a rule whose named ports resolve nowhere means none."""
+    if not entries:
+        return [("", None, None)]
+    out: list[tuple[str, str | None, str | None]] = []
+    for entry in entries:
+        proto = entry.get("protocol", "TCP")
+        value, end = entry.get("port"), entry.get("endPort")
+        if value is None:
+            out.append((PROTOCOLS[proto], None, None))
+        elif isinstance(value, str):
+            for pod in dests or []:
+                number = pod.named_port(value, proto)
+                if number is not None:
+                    out.append((PROTOCOLS[proto], str(number), pod.ip))
+        else:
+            out.append((PROTOCOLS[proto], f"{value}:{end}" if end else str(value), None))
+    return out
+
+
+def _match(proto: str, dport: str | None) -> str:
+    if not proto:
+        return ""
+    return f" -p {proto}" + (f" -m {proto} --dport {dport}" if dport else "")
+
+
+def _direction(view: View, pod: PodInfo, direction: str, chain: str, extra: list[str]) -> list[str]:
+    kind, peers_key, flag = (
+        ("Ingress", "from", "-s") if direction == "ingress" else ("Egress", "to", "-d")
+    )
+    policies = [p for p in view.policies if selects(p, pod) and kind in policy_types(p)]
+    if not policies:
+        return [f"-A {chain} -j ACCEPT"]
+    rules: list[str] = []
+    others = sorted(view.pods.values(), key=lambda p: p.ip)
+    for policy in policies:
+        ns = (policy.get("metadata") or {}).get("namespace", "default")
+        for rule in (policy.get("spec") or {}).get(direction) or []:
+            peers = rule.get(peers_key) or []
+            if direction == "ingress":
+                dests: list[PodInfo] | None = [pod]
+            else:
+                dests = others
+            if not peers:
+                for proto, dport, dest in _ports(rule.get("ports"), dests):
+                    where = f" -d {dest}/32" if dest and direction == "egress" else ""
+                    rules.append(f"-A {chain}{where}{_match(proto, dport)} -j ACCEPT")
+                continue
+            for peer in peers:
+                block = peer.get("ipBlock")
+                if block is not None:
+                    sub = f"{chain}-{len(extra)}"
+                    extra.append(sub)
+                    rules.append(f"-A {chain} -j {sub}")
+                    for excepted in block.get("except") or []:
+                        rules.append(f"-A {sub} {flag} {excepted} -j RETURN")
+                    for proto, dport, dest in _ports(rule.get("ports"), dests):
+                        if dest and direction == "egress":
+                            if ip_in_block(dest, block):
+                                rules.append(
+                                    f"-A {sub} -d {dest}/32{_match(proto, dport)} -j ACCEPT"
+                                )
+                        else:
+                            rules.append(
+                                f"-A {sub} {flag} {block['cidr']}{_match(proto, dport)} -j ACCEPT"
+                            )
+                    continue
+                for other in others:
+                    if not peer_matches(peer, ns, other, view):
+                        continue
+                    targets = [other] if direction == "egress" else dests
+                    for proto, dport, dest in _ports(rule.get("ports"), targets):
+                        if dest and dest != (other.ip if direction == "egress" else pod.ip):
+                            continue
+                        rules.append(
+                            f"-A {chain} {flag} {other.ip}/32{_match(proto, dport)} -j ACCEPT"
+                        )
+    return [*rules, f"-A {chain} -j DROP"]
+
+
+def _nat(view: View) -> tuple[list[str], list[str]]:
+    """DNAT rules of every Service port, and REJECT rules for ports without endpoints."""
+    dnat, reject = [], []
+    for (ns, name), svc in sorted(view.services.items()):
+        backend = view.endpoint(ns, name)
+        for port, _, proto in svc.ports:
+            p = PROTOCOLS.get(proto, "tcp")
+            target = resolve_target(svc, port, backend) if backend else None
+            if backend is None or target is None:
+                reject.append(
+                    f"-A OUTPUT -d {svc.cluster_ip}/32 -p {p} -m {p} --dport {port} "
+                    "-j REJECT --reject-with icmp-port-unreachable"
+                )
+            else:
+                dnat.append(
+                    f"-A OUTPUT -d {svc.cluster_ip}/32 -p {p} -m {p} --dport {port} "
+                    f"-j DNAT --to-destination {backend.ip}:{target}"
+                )
+    return dnat, reject
+
+
+def compile_pod(view: View, pod: PodInfo, nat: tuple[list[str], list[str]] | None = None) -> str:
+    """The iptables-restore script of one pod's namespace."""
+    dnat, reject = nat if nat is not None else _nat(view)
+    extra: list[str] = []
+    ingress = _direction(view, pod, "ingress", "NGK-INGRESS", extra)
+    egress = _direction(view, pod, "egress", "NGK-EGRESS", extra)
+    lines = [
+        "*nat",
+        ":PREROUTING ACCEPT [0:0]",
+        ":INPUT ACCEPT [0:0]",
+        ":OUTPUT ACCEPT [0:0]",
+        ":POSTROUTING ACCEPT [0:0]",
+        *dnat,
+        "COMMIT",
+        "*filter",
+        ":INPUT ACCEPT [0:0]",
+        ":FORWARD ACCEPT [0:0]",
+        ":OUTPUT ACCEPT [0:0]",
+        ":NGK-INGRESS - [0:0]",
+        ":NGK-EGRESS - [0:0]",
+        *(f":{chain} - [0:0]" for chain in extra),
+        "-A INPUT -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT",
+        "-A INPUT -i lo -j ACCEPT",
+        "-A INPUT -j NGK-INGRESS",
+        "-A OUTPUT -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT",
+        "-A OUTPUT -o lo -j ACCEPT",
+        *reject,
+        "-A OUTPUT -j NGK-EGRESS",
+        *ingress,
+        *egress,
+        "COMMIT",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def compile_all(view: View) -> dict[str, str]:
+    """Pod name -> its iptables-restore script."""
+    nat = _nat(view)
+    return {name: compile_pod(view, pod, nat) for name, pod in sorted(view.pods.items())}

@@ -1,0 +1,190 @@
+"""Linux network namespaces of one emulated cluster: a node namespace holding the bridge, one
+namespace per pod wired to it by a veth pair, and nothing in the root namespace.
+
+Names: `ngkk<pid:x>x<instance>-node` and `ngkk<pid:x>x<instance>-<pod index>`; inside the
+node namespace the bridge is `br0` and pod i's end of its pair is `v<i>`; inside a pod the
+other end is `eth0`. `cleanup_stale()` deletes `ngkk*` namespaces whose owning pid is gone.
+Sockets are opened inside a pod's namespace with setns(2) on the calling thread only.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import itertools
+import os
+import re
+import socket
+import subprocess
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from pipeline.errors import EnvironmentFailure
+
+PREFIX = "ngkk"  # k8s app; other features use other prefixes
+NETNS_DIR = Path("/run/netns")
+GATEWAY = "10.244.0.1"
+PREFIX_LEN = 24
+CLONE_NEWNET = 0x40000000
+_NAME = re.compile(rf"^{PREFIX}([0-9a-f]+)x(\d+)-")
+_counter = itertools.count(1)
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _run(cmd: Sequence[str], stdin: str = "", timeout: float = 20.0) -> None:
+    try:
+        proc = subprocess.run(
+            list(cmd), input=stdin, capture_output=True, text=True, timeout=timeout, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise EnvironmentFailure(f"{cmd[0]} failed: {err}") from err
+    if proc.returncode != 0:
+        raise EnvironmentFailure(
+            f"`{' '.join(cmd)}` exited {proc.returncode}: {proc.stderr.strip()[:500]}"
+        )
+
+
+def run_parallel(jobs: Sequence[tuple[Sequence[str], str]], timeout: float = 20.0) -> None:
+    """Run (argv, stdin) jobs at once; raise EnvironmentFailure naming the first failure."""
+    procs = []
+    try:
+        for cmd, stdin in jobs:
+            proc = subprocess.Popen(
+                list(cmd),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            procs.append((cmd, proc, stdin))
+    except OSError as err:
+        raise EnvironmentFailure(f"{jobs[len(procs)][0][0]} could not start: {err}") from err
+    failures = []
+    for cmd, proc, stdin in procs:
+        try:
+            _, err = proc.communicate(stdin, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            failures.append(f"`{' '.join(cmd)}` timed out")
+            continue
+        if proc.returncode != 0:
+            failures.append(f"`{' '.join(cmd)}` exited {proc.returncode}: {err.strip()[:300]}")
+    if failures:
+        raise EnvironmentFailure(failures[0])
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def cleanup_stale() -> list[str]:
+    """Delete `ngkk*` namespaces left by processes that no longer exist; return their names."""
+    if not NETNS_DIR.is_dir():
+        return []
+    stale = []
+    for entry in sorted(os.listdir(NETNS_DIR)):
+        m = _NAME.match(entry)
+        if m and not alive(int(m.group(1), 16)):
+            stale.append(entry)
+    if stale:
+        _run(["ip", "-force", "-batch", "-"], "".join(f"netns del {n}\n" for n in stale))
+    return stale
+
+
+def owned(pid: int | None = None) -> list[str]:
+    """The namespaces of process `pid` (default: this one) that exist now."""
+    tag = f"{PREFIX}{(pid or os.getpid()):x}x"
+    if not NETNS_DIR.is_dir():
+        return []
+    return sorted(n for n in os.listdir(NETNS_DIR) if n.startswith(tag))
+
+
+class Topology:
+    """The namespaces and links of one cluster instance; `close()` deletes them all."""
+
+    def __init__(self, pod_ips: Sequence[str]) -> None:
+        self.tag = f"{PREFIX}{os.getpid():x}x{next(_counter)}"
+        self.node = f"{self.tag}-node"
+        self.pods = [f"{self.tag}-{i}" for i in range(len(pod_ips))]
+        self.ips = list(pod_ips)
+        self._fds: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def build(self) -> None:
+        names = [self.node, *self.pods]
+        try:
+            _run(["ip", "-batch", "-"], "".join(f"netns add {n}\n" for n in names))
+            node = [
+                "link add br0 type bridge",
+                f"addr add {GATEWAY}/{PREFIX_LEN} dev br0",
+                "link set br0 up",
+                "link set lo up",
+            ]
+            for i, ns in enumerate(self.pods):
+                node += [
+                    f"link add v{i} type veth peer name eth0 netns {ns}",
+                    f"link set v{i} master br0",
+                    f"link set v{i} up",
+                ]
+            _run(["ip", "-n", self.node, "-batch", "-"], "\n".join(node) + "\n")
+            jobs = []
+            for ns, ip in zip(self.pods, self.ips, strict=True):
+                cmds = [
+                    "link set lo up",
+                    f"addr add {ip}/{PREFIX_LEN} dev eth0",
+                    "link set eth0 up",
+                    f"route add default via {GATEWAY}",
+                ]
+                jobs.append((["ip", "-n", ns, "-batch", "-"], "\n".join(cmds) + "\n"))
+            run_parallel(jobs)
+            for ns in names:
+                self._fds[ns] = os.open(NETNS_DIR / ns, os.O_RDONLY | os.O_CLOEXEC)
+        except BaseException:
+            self.close()
+            raise
+
+    def restore(self, scripts: dict[int, str]) -> None:
+        """Load iptables-restore scripts into pod namespaces (by pod index), in parallel."""
+        jobs = [
+            (["nsenter", f"--net={NETNS_DIR / self.pods[i]}", "iptables-nft-restore"], text)
+            for i, text in sorted(scripts.items())
+        ]
+        if jobs:
+            run_parallel(jobs)
+
+    @contextmanager
+    def inside(self, index: int) -> Iterator[None]:
+        """Run the block on this thread in pod `index`'s network namespace."""
+        own = os.open("/proc/thread-self/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            if _libc.setns(self._fds[self.pods[index]], CLONE_NEWNET) != 0:
+                raise EnvironmentFailure(
+                    f"setns into {self.pods[index]} failed: {os.strerror(ctypes.get_errno())}"
+                )
+            try:
+                yield
+            finally:
+                if _libc.setns(own, CLONE_NEWNET) != 0:
+                    raise EnvironmentFailure("could not return to the original network namespace")
+        finally:
+            os.close(own)
+
+    def socket_in(self, index: int, kind: int) -> socket.socket:
+        with self.inside(index):
+            return socket.socket(socket.AF_INET, kind)
+
+    def close(self) -> None:
+        for fd in self._fds.values():
+            os.close(fd)
+        self._fds.clear()
+        names = [n for n in [self.node, *self.pods] if (NETNS_DIR / n).exists()]
+        if names:
+            _run(["ip", "-force", "-batch", "-"], "".join(f"netns del {n}\n" for n in names))

@@ -1,0 +1,34 @@
+"""Structured-config schema of the k8s app (a Hydra / OmegaConf plain dataclass)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pipeline.errors import ConfigError
+
+
+@dataclass
+class K8sConfig:
+    name: str = "k8s"  # cell key: the conf/app/*.yaml stem
+    kind: str = "k8s"  # implementation in the app registry
+    max_turns: int = 10  # kubectl commands an agent may send per query
+    kubectl_timeout_s: float = 10.0  # wall-clock limit of one kubectl command
+    output_bytes: int = 16384  # kubectl output kept and shown; the rest is cut
+
+    def validate(self) -> None:
+        """Raise ConfigError naming the first wrong key (called when configs are composed)."""
+        validate_config(self)
+
+
+def _positive(value: Any, key: str, kind: type | tuple[type, ...]) -> None:
+    if isinstance(value, bool) or not isinstance(value, kind) or value <= 0:
+        raise ConfigError(f"{key} must be a positive number, got {value!r}")
+
+
+def validate_config(cfg: K8sConfig, prefix: str = "app") -> None:
+    if not isinstance(cfg.name, str) or not cfg.name:
+        raise ConfigError(f"{prefix}.name must be a non-empty string, got {cfg.name!r}")
+    _positive(cfg.max_turns, f"{prefix}.max_turns", int)
+    _positive(cfg.kubectl_timeout_s, f"{prefix}.kubectl_timeout_s", (int, float))
+    _positive(cfg.output_bytes, f"{prefix}.output_bytes", int)

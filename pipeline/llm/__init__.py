@@ -1,0 +1,1 @@
+"""LLM agents: prompting strategies, NetLLMBench's repair chain, and served-model access."""

@@ -1,0 +1,86 @@
+"""Served models for LLM agents: one endpoint per model, one event loop for all requests.
+
+`ModelPool` opens each model's endpoint once (a managed vLLM server is started on first
+use and stopped when the pool closes, also on error) and hands out `ChatBackend`s whose
+blocking `chat()` runs on the pool's asyncio loop, so episodes on many threads share one
+HTTP client per model and the server batches their requests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from omegaconf import OmegaConf
+
+from pipeline.serving.client import ChatClient, ChatResult, Sampling
+from pipeline.serving.config import VllmModelConfig
+
+
+class ChatBackend:
+    """Blocking access to one model, safe to call from any thread."""
+
+    def __init__(self, client: ChatClient, loop: asyncio.AbstractEventLoop, name: str) -> None:
+        self._client = client
+        self._loop = loop
+        self.name = name
+
+    def chat(self, messages: Sequence[dict[str, str]]) -> ChatResult:
+        future = asyncio.run_coroutine_threadsafe(self._client.chat(messages), self._loop)
+        return future.result()
+
+
+class ModelPool:
+    """Endpoints and clients of the models a run uses; a context manager."""
+
+    def __init__(self, data_dir: str | Path) -> None:
+        self._data_dir = Path(data_dir)
+        self._stack = contextlib.ExitStack()
+        self._backends: dict[str, ChatBackend] = {}
+        self._clients: list[ChatClient] = []
+        self._lock = threading.Lock()
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="llm-loop", daemon=True)
+
+    def __enter__(self) -> ModelPool:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for client in self._clients:
+            asyncio.run_coroutine_threadsafe(client.aclose(), self._loop).result(timeout=30)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=30)
+        self._loop.close()
+        self._stack.close()  # stops managed servers
+
+    def backend(self, cfg: Any) -> ChatBackend:
+        """The backend of a model config (a VllmModelConfig or its DictConfig)."""
+        model: VllmModelConfig = (
+            cfg if isinstance(cfg, VllmModelConfig) else (OmegaConf.to_object(cfg))
+        )
+        with self._lock:
+            if model.name not in self._backends:
+                self._backends[model.name] = self._open(model)
+            return self._backends[model.name]
+
+    def _open(self, model: VllmModelConfig) -> ChatBackend:
+        from pipeline.serving.server import open_endpoint
+
+        endpoint = self._stack.enter_context(open_endpoint(model, self._data_dir))
+        sampling = Sampling(
+            temperature=model.temperature, max_tokens=model.max_tokens, seed=model.seed
+        )
+
+        async def make() -> ChatClient:
+            return ChatClient.for_endpoint(
+                endpoint, sampling=sampling, max_in_flight=model.max_in_flight
+            )
+
+        client = asyncio.run_coroutine_threadsafe(make(), self._loop).result()
+        self._clients.append(client)
+        return ChatBackend(client, self._loop, model.name)

@@ -1,0 +1,134 @@
+"""Serving speed: server start-to-ready time, and throughput one at a time vs concurrently.
+
+    python -m pipeline.serving.bench [--data-dir data] [--model smollm2]
+
+`run_all(data_dir)` has the shape of pipeline.bench's benchmarks (a flat dict of figures
+and the targets they are held to). It starts the model's managed server once, warms it up,
+then sends the same prompt set twice: one request at a time, and `concurrency` at a time.
+Aggregate throughput is the completion tokens of all requests over the wall time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import json
+import statistics
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pipeline.cells import data_root
+from pipeline.errors import ConfigError
+from pipeline.serving.client import ChatClient, ChatResult, Sampling
+from pipeline.serving.config import load_model_config
+from pipeline.serving.server import ManagedServer, open_endpoint
+
+TOPICS = (
+    "OSPF", "BGP", "VLANs", "spanning tree", "MPLS", "TCP congestion control", "DNS",
+    "DHCP", "NAT", "IPv6", "ECMP routing", "a datacenter Clos fabric", "QoS queues",
+    "link aggregation", "VXLAN", "network monitoring",
+)  # fmt: skip
+
+
+def prompts(n: int) -> list[list[dict[str, str]]]:
+    """`n` chat prompts that each ask for a long answer (so max_tokens is what stops it)."""
+    ask = "Explain {} to a new network engineer in detail, step by step."
+    return [[{"role": "user", "content": ask.format(TOPICS[i % len(TOPICS)])}] for i in range(n)]
+
+
+async def _throughput(
+    client: ChatClient, batch: Sequence[list[dict[str, str]]], concurrency: int, s: Sampling
+) -> tuple[float, list[ChatResult]]:
+    """Wall time and results of `batch`, with at most `concurrency` requests in flight."""
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(messages: list[dict[str, str]]) -> ChatResult:
+        async with gate:
+            return await client.chat(messages, sampling=s)
+
+    started = time.perf_counter()
+    results = await asyncio.gather(*(one(m) for m in batch))
+    return time.perf_counter() - started, list(results)
+
+
+def _figures(prefix: str, wall: float, results: list[ChatResult]) -> dict[str, Any]:
+    tokens = sum(r.completion_tokens for r in results)
+    return {
+        f"{prefix}_wall_s": round(wall, 2),
+        f"{prefix}_completion_tokens": tokens,
+        f"{prefix}_tokens_per_s": round(tokens / wall, 1),
+        f"{prefix}_median_ttft_s": round(statistics.median(r.ttft_s for r in results), 3),
+        f"{prefix}_median_latency_s": round(statistics.median(r.latency_s for r in results), 2),
+    }
+
+
+async def _measure(
+    server: ManagedServer, requests: int, concurrency: int, max_tokens: int
+) -> dict[str, Any]:
+    s = Sampling(temperature=0.0, max_tokens=max_tokens, seed=0)
+    batch = prompts(requests)
+    async with ChatClient.for_endpoint(server, max_in_flight=concurrency) as client:
+        await client.chat(batch[0], sampling=Sampling(max_tokens=8))  # warm-up
+        single = await _throughput(client, batch, 1, s)
+        many = await _throughput(client, batch, concurrency, s)
+    figures = {**_figures("single", *single), **_figures(f"concurrent{concurrency}", *many)}
+    ratio = figures[f"concurrent{concurrency}_tokens_per_s"] / figures["single_tokens_per_s"]
+    figures["concurrency_speedup"] = round(ratio, 2)
+    return figures
+
+
+def run_all(
+    data_dir: Path,
+    *,
+    model: str = "smollm2",
+    requests: int = 16,
+    concurrency: int = 8,
+    max_tokens: int = 128,
+    overrides: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Start the model's managed server, measure, stop it; figures in seconds and tokens/s."""
+    cfg = dataclasses.replace(load_model_config(model), **(overrides or {}))
+    server = open_endpoint(cfg, data_dir)
+    if not isinstance(server, ManagedServer):
+        raise ConfigError(f"model '{model}' is not managed (endpoint: {cfg.endpoint})")
+    with server:
+        figures = {"server_start_to_ready_s": round(server.startup_s or 0.0, 1)}
+        figures |= asyncio.run(_measure(server, requests, concurrency, max_tokens))
+    figures |= {
+        "requests": requests,
+        "max_tokens": max_tokens,
+        "concurrency": concurrency,
+        "target_concurrency_speedup": 4.0,
+    }
+    return figures
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m pipeline.serving.bench",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--data-dir", default="data", help="data directory (default: data)")
+    parser.add_argument("--model", default="smollm2", help="conf/model/<model>.yaml")
+    parser.add_argument("--requests", type=int, default=16)
+    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--max-tokens", type=int, default=128)
+    args = parser.parse_args(argv)
+    figures = run_all(
+        data_root(args.data_dir),
+        model=args.model,
+        requests=args.requests,
+        concurrency=args.concurrency,
+        max_tokens=args.max_tokens,
+    )
+    print(json.dumps(figures, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

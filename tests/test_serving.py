@@ -1,0 +1,259 @@
+"""Serving: the real CPU vLLM server with the default model, and the client's error paths."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from pipeline.errors import ConfigError, EnvironmentFailure
+from pipeline.serving.client import ChatClient, ModelNotFound, Sampling
+from pipeline.serving.config import VllmModelConfig, load_model_config, model_config
+from pipeline.serving.models import vllm_venv
+from pipeline.serving.server import ManagedServer, free_port, group_members, open_endpoint
+from tests.conftest import require
+
+QUESTION = [{"role": "user", "content": "What is the capital of France?"}]
+
+
+def _descendants(pid: int) -> set[int]:
+    """`pid` and every process below it, from /proc (children may leave the group)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = set(), [pid]
+    while todo:
+        p = todo.pop()
+        found.add(p)
+        todo.extend(children.get(p, []))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ManagedServer]:
+    """The default model's managed server, started once for this module, from scratch."""
+    require(
+        (vllm_venv() / "bin" / "python").exists(),
+        f"the CPU vLLM venv {vllm_venv()} is missing; run make setup",
+    )
+    data = tmp_path_factory.mktemp("serving")
+    endpoint = open_endpoint(load_model_config("smollm2"), data)
+    assert isinstance(endpoint, ManagedServer)
+    with endpoint:
+        yield endpoint
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_wrong_model_name_quotes_the_servers_404(server: ManagedServer) -> None:
+    # Runs before the test below, which stops the module's server to check the cleanup.
+    assert server.pid is not None
+
+    async def ask():
+        async with ChatClient(server.base_url, "no-such-model") as client:
+            return await client.chat(QUESTION)
+
+    # Our words (which model, which endpoint) and the server's ("... does not exist").
+    with pytest.raises(
+        ModelNotFound, match=r"HTTP 404.*'no-such-model'.*The model `no-such-model` does not exist"
+    ):
+        asyncio.run(ask())
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_managed_server_chats_with_usage_and_leaves_no_process(server: ManagedServer) -> None:
+    assert server.startup_s is not None and server.startup_s > 0
+    assert server.log_path.is_file()
+    pgid = server.pgid
+    assert pgid is not None
+    tree = _descendants(pgid)
+    assert len(group_members(pgid)) >= 2  # the API server and its engine core
+
+    async def ask():
+        async with ChatClient.for_endpoint(server) as client:
+            return await client.chat(QUESTION, sampling=Sampling(max_tokens=32))
+
+    result = asyncio.run(ask())
+    # Greedy decoding of a correctly converted model; garbled weights would not say this.
+    assert "Paris" in result.text
+    assert result.prompt_tokens > 0
+    assert 0 < result.completion_tokens <= 32
+    assert result.tokens_per_s > 0
+    assert 0 < result.ttft_s <= result.latency_s
+
+    server.stop()
+    assert group_members(pgid) == []
+    assert [p for p in tree if _alive(p)] == []
+    server.stop()  # idempotent
+
+
+def test_dead_endpoint_is_environment_failure_quickly() -> None:
+    port = free_port()  # nothing listens on it once the probe socket is closed
+
+    async def ask():
+        async with ChatClient(f"http://127.0.0.1:{port}/v1", "m", backoff_s=0.05) as client:
+            return await client.chat(QUESTION)
+
+    started = time.perf_counter()
+    with pytest.raises(EnvironmentFailure, match=rf"cannot reach .*127\.0\.0\.1:{port}"):
+        asyncio.run(ask())
+    assert time.perf_counter() - started < 5
+
+
+class _NotFound(BaseHTTPRequestHandler):
+    """Answers every POST like vLLM does for an unknown model."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["Content-Length"]))
+        body = json.dumps(
+            {"error": {"message": "The model `nope` does not exist.", "type": "NotFoundError",
+                       "param": "model", "code": 404}}
+        ).encode()  # fmt: skip
+        self.send_response(404)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_wrong_model_name_is_a_config_error_with_the_server_message() -> None:
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _NotFound)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+
+        async def ask():
+            url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+            async with ChatClient(url, "nope") as client:
+                return await client.chat(QUESTION)
+
+        with pytest.raises(ConfigError, match=r"does not serve model 'nope'.*does not exist"):
+            asyncio.run(ask())
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+# A stand-in for the engine venv's python: answers GET /v1/models like vLLM, with a child
+# process standing in for the engine core; or exits early, as FAKE_VLLM says.
+FAKE_VLLM = """
+import http.server, json, os, subprocess, sys
+args = {flag: value for flag, value in zip(sys.argv, sys.argv[1:]) if flag.startswith("--")}
+if os.environ.get("FAKE_VLLM") == "crash":
+    print("RuntimeError: no engine for you", flush=True)
+    sys.exit(7)
+name = args["--served-model-name"]
+class Models(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = json.dumps({"data": [{"id": name}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+try:
+    httpd = http.server.HTTPServer((args["--host"], int(args["--port"])), Models)
+except OSError as err:
+    print(f"OSError: {err}", flush=True)
+    sys.exit(1)
+subprocess.Popen(["sleep", "300"])
+httpd.serve_forever()
+"""
+
+
+@pytest.fixture
+def fake_venv(tmp_path: Path) -> Path:
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "fake_vllm.py").write_text(FAKE_VLLM)
+    python = venv / "bin" / "python"
+    python.write_text(f'#!/bin/sh\nexec /usr/bin/python3 {venv / "fake_vllm.py"} "$@"\n')
+    python.chmod(0o755)
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text("{}")
+    return venv
+
+
+def test_server_lifecycle_retries_a_taken_port_and_stops_the_group(
+    fake_venv: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pipeline.serving import server as server_module
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))  # bound, not listening: connections are refused
+        ports = iter([busy.getsockname()[1]])
+        real_free_port = server_module.free_port
+        monkeypatch.setattr(
+            server_module, "free_port", lambda h: next(ports, None) or real_free_port(h)
+        )
+        with ManagedServer(tmp_path / "model", "fake", log_dir=tmp_path, venv=fake_venv) as srv:
+            assert srv.port != busy.getsockname()[1]
+            pgid = srv.pgid
+            assert pgid is not None and len(group_members(pgid)) == 2
+            tree = _descendants(pgid)
+    assert group_members(pgid) == []
+    assert [p for p in tree if _alive(p)] == []
+    assert "Address already in use" in (tmp_path / "fake.log").read_text()
+
+
+def test_server_that_exits_before_ready_quotes_the_log(
+    fake_venv: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_VLLM", "crash")
+    srv = ManagedServer(tmp_path / "model", "fake", log_dir=tmp_path, venv=fake_venv)
+    with pytest.raises(EnvironmentFailure, match=r"exited with code 7(.|\n)*no engine for you"):
+        srv.start()
+    assert srv.pid is None
+
+
+def test_missing_engine_venv_names_the_fix(tmp_path: Path) -> None:
+    server = ManagedServer(tmp_path, "m", log_dir=tmp_path, venv=tmp_path / "no-venv")
+    (tmp_path / "config.json").write_text("{}")
+    with pytest.raises(EnvironmentFailure, match=r"no-venv/bin/python.*make setup"):
+        server.start()
+    assert server.pid is None
+
+
+def test_external_endpoint_needs_its_key_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = VllmModelConfig(
+        endpoint="external", base_url="http://127.0.0.1:1/v1", api_key_env="NETGAUGE_TEST_KEY"
+    )
+    endpoint = open_endpoint(cfg, "unused")
+    monkeypatch.delenv("NETGAUGE_TEST_KEY", raising=False)
+    with pytest.raises(ConfigError, match=r"NETGAUGE_TEST_KEY"):
+        _ = endpoint.api_key
+    monkeypatch.setenv("NETGAUGE_TEST_KEY", "k")
+    assert endpoint.api_key == "k"
+    assert endpoint.model == cfg.served_name
+
+
+def test_model_config_file_matches_the_schema() -> None:
+    cfg = load_model_config("smollm2")
+    assert (cfg.name, cfg.kind, cfg.endpoint) == ("smollm2", "vllm_cpu", "managed")
+    with pytest.raises(ConfigError, match=r"model.dtype='fp8'.*bfloat16, float16, float32"):
+        model_config({"dtype": "fp8"})
+    with pytest.raises(ConfigError, match=r"model\.max_tokenz"):
+        model_config({"max_tokenz": 5})
+    with pytest.raises(ConfigError, match=r"model.base_url is required"):
+        model_config({"endpoint": "external"})
