@@ -8,7 +8,7 @@ GRID  ?= default
 CORES ?= $(shell nproc)
 DATA  ?= data
 
-.PHONY: help setup sweep smoke test lint bench clean
+.PHONY: help setup sweep smoke report test lint bench clean
 
 help:  ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
@@ -18,10 +18,13 @@ setup:  ## install Debian and Python packages (idempotent)
 
 sweep: setup  ## run grid $(GRID) (default: default) and print the summary
 	$(VENV)/bin/snakemake --cores $(CORES) sweep --config grid=$(GRID) data_dir=$(DATA)
-	@echo "results: $(DATA)/results/   summary: $(DATA)/summaries/$(GRID).md"
+	@echo "results: $(DATA)/results/   summary: $(DATA)/summaries/$(GRID).md   report: $(DATA)/report/index.html"
 
 smoke: GRID = smoke
 smoke: sweep  ## run the small smoke grid
+
+report: setup  ## write the report page for grid $(GRID) (data/report/index.html)
+	$(VENV)/bin/snakemake --cores $(CORES) report --config grid=$(GRID) data_dir=$(DATA)
 
 test: setup  ## run the whole test suite
 	$(VENV)/bin/pytest
@@ -34,4 +37,4 @@ bench: setup  ## speed benchmarks; writes $(DATA)/bench/*.json
 	$(PY) -m pipeline.bench --data-dir $(DATA)
 
 clean:  ## remove results, work files, caches and logs (not the venv)
-	rm -rf $(DATA)/results $(DATA)/work $(DATA)/summaries $(DATA)/plans $(DATA)/logs $(DATA)/cache .snakemake
+	rm -rf $(DATA)/results $(DATA)/work $(DATA)/summaries $(DATA)/plans $(DATA)/logs $(DATA)/cache $(DATA)/report $(DATA)/exports .snakemake

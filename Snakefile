@@ -4,7 +4,7 @@
 #   snakemake --cores 2 sweep --config grid=smoke    # another grid (conf/grid/*.yaml)
 #   snakemake -n sweep                               # list the jobs, run nothing
 #
-# Stages: plan -> generate -> run -> score -> summarize (one .smk each).
+# Stages: plan -> generate -> run -> score -> summarize -> report (one .smk each).
 
 from pipeline.dag import WILDCARDS, STAGE_CMD, Workflow
 
@@ -19,13 +19,15 @@ include: "pipeline/rules/generate.smk"
 include: "pipeline/rules/run.smk"
 include: "pipeline/rules/score.smk"
 include: "pipeline/rules/summarize.smk"
+include: "pipeline/rules/report.smk"
 
 
 rule sweep:
-    """Every cell of the grid generated, run, scored and summarised."""
+    """Every cell of the grid generated, run, scored, summarised and reported."""
     default_target: True
     input:
         NG.summary_paths,
+        NG.report_path,
 
 
 onsuccess:

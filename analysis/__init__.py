@@ -1,0 +1,2 @@
+"""Analysis of NetGauge results: DuckDB views, SQL questions, statistics, the report page
+and the datasets users take away (`analysis.export`)."""

@@ -3,6 +3,8 @@
 python -m analysis sql "SELECT agent, avg(correct::INT) FROM episodes GROUP BY agent"
 python -m analysis summary [--grid smoke]
 python -m analysis tables
+python -m analysis questions                         # the SQL files of analysis/sql/
+python -m analysis ask paired_outcomes -p app=malt -p model_a=none -p agent_a=oracle ...
 """
 
 from __future__ import annotations
@@ -13,8 +15,10 @@ from collections.abc import Sequence
 
 import duckdb
 
+from analysis.questions import ask, names, question
 from analysis.summary import render, summary
-from analysis.views import RESULT_TABLES, connect
+from analysis.views import RESULT_TABLES, connect, tables
+from pipeline.errors import NetGaugeError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -30,7 +34,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_sum = sub.add_parser("summary", help="per-cell rates with 95 %% intervals")
     p_sum.add_argument("--grid", help="only the cells of this grid (needs its plan file)")
     sub.add_parser("tables", help="list the views and their columns")
+    sub.add_parser("questions", help="list the SQL questions (analysis/sql/*.sql)")
+    p_ask = sub.add_parser("ask", help="run one SQL question; print the result")
+    p_ask.add_argument("name", help="question name (see `questions`)")
+    p_ask.add_argument(
+        "-p", "--param", action="append", default=[], help="parameter, e.g. -p app=malt"
+    )
+    p_ask.add_argument("--grid", help="only the cells of this grid (needs its plan file)")
+    p_ask.add_argument("--csv", action="store_true", help="print CSV instead of a table")
     args = parser.parse_args(argv)
+
+    if args.command == "questions":
+        for name in names():
+            print(f"{name}: {question(name).text}")
+        return 0
+    if args.command == "ask":
+        return _ask(args)
 
     if args.command == "summary":
         cells = None
@@ -42,7 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     con = connect(args.data_dir)
     if args.command == "tables":
-        for table in RESULT_TABLES:
+        for table in tables(con):
             cols = con.sql(f"DESCRIBE {table}").fetchall()
             print(f"{table}: " + ", ".join(f"{c[0]} {c[1]}" for c in cols))
         return 0
@@ -57,6 +76,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         result.df().to_csv(sys.stdout, index=False)
     else:
         print(result.df().to_string(index=False, max_colwidth=60))
+    return 0
+
+
+def _ask(args: argparse.Namespace) -> int:
+    from analysis.questions import cell_filter
+
+    params: dict[str, object] = {}
+    for item in args.param:
+        key, sep, value = item.partition("=")
+        if not sep:
+            print(f"error: expected key=value, got {item!r}", file=sys.stderr)
+            return 2
+        params[key] = value.split(",") if key == "apps" else value
+    cells = None
+    try:
+        if args.grid:
+            from pipeline.plan import read_plan
+
+            cells = read_plan(args.data_dir, args.grid)
+        result = ask(connect(args.data_dir), args.name, params, where=cell_filter(cells))
+    except (NetGaugeError, duckdb.Error) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    if args.csv:
+        result.to_csv(sys.stdout, index=False)
+    else:
+        print(result.to_string(index=False, max_colwidth=60))
     return 0
 
 

@@ -14,27 +14,11 @@ import pandas as pd
 import pyarrow as pa
 from statsmodels.stats.proportion import proportion_confint
 
+from analysis.questions import ask, cell_filter
 from analysis.views import connect
 from pipeline.cells import Cell, Layout, data_root
 
-SQL_DIR = Path(__file__).with_name("sql")
 ALPHA = 0.05
-
-
-def _where(cells: Iterable[Cell] | None) -> str:
-    if cells is None:
-        return "TRUE"
-    keys = sorted({(c.app, c.model, c.agent, c.level, c.seed) for c in cells})
-    if not keys:
-        return "FALSE"
-    values = ", ".join("(" + ", ".join(_literal(v) for v in key) + ")" for key in keys)
-    return f"(app, model, agent, level, seed) IN ({values})"
-
-
-def _literal(value: object) -> str:
-    if isinstance(value, int):
-        return str(value)
-    return "'" + str(value).replace("'", "''") + "'"
 
 
 def intervals(successes: pd.Series, n: pd.Series, prefix: str) -> pd.DataFrame:
@@ -50,9 +34,7 @@ def intervals(successes: pd.Series, n: pd.Series, prefix: str) -> pd.DataFrame:
 
 def summary(data_dir: str | Path = "data", cells: Iterable[Cell] | None = None) -> pd.DataFrame:
     """One row per (app, model, agent, level) over the given cells (all, if None)."""
-    con = connect(data_dir)
-    sql = (SQL_DIR / "cell_counts.sql").read_text().format(where=_where(cells))
-    counts = con.sql(sql).df()
+    counts = ask(connect(data_dir), "cell_counts", where=cell_filter(cells))
     if counts.empty:
         return counts
     parts = [

@@ -1,15 +1,19 @@
-"""DuckDB views over the result shards: `queries`, `episodes`, `steps`.
+"""DuckDB views over the result shards: `queries`, `episodes`, `steps`, and any other table.
 
     con = connect("data")
     con.sql("SELECT agent, avg(correct::INT) FROM episodes GROUP BY agent")
 
 Each view reads `<data>/results/<table>/**/*.parquet` with hive partitioning, so the
-path fields (app, model, agent, level, seed) are columns. A table with no shard yet is
-an empty view with the right columns, so queries never fail for lack of files.
+path fields (app, model, agent, level, seed) are columns. A known table (one with a
+schema in `pipeline.records.SCHEMAS`) with no shard yet is an empty view with the right
+columns, so queries never fail for lack of files. Any other folder of shards under
+`results/` (e.g. `calls`, written by LLM agents) becomes a view of the same name as soon
+as it exists; until then there is no such view (see `has_table`).
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import duckdb
@@ -19,22 +23,49 @@ from pipeline.cells import data_root
 from pipeline.records import SCHEMAS
 
 RESULT_TABLES = ("queries", "episodes", "steps")
+_IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]*$")
+_INTERNAL = {"transcripts"}  # has a schema, but lives in work/, not results/
+
+
+def _shard_glob(folder: Path) -> str:
+    return str(folder / "**" / "*.parquet").replace("'", "''")
 
 
 def connect(data_dir: str | Path = "data") -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with one view per results table."""
     root = data_root(data_dir) / "results"
     con = duckdb.connect()
-    for table in RESULT_TABLES:
+    names = [t for t in SCHEMAS if t not in _INTERNAL]
+    if root.is_dir():
+        names += sorted(p.name for p in root.iterdir() if p.is_dir() and _IDENTIFIER.match(p.name))
+    for table in dict.fromkeys(names):
         folder = root / table
         if any(folder.glob("**/*.parquet")):
-            pattern = str(folder / "**" / "*.parquet").replace("'", "''")
             con.execute(
-                f"CREATE VIEW {table} AS SELECT * FROM read_parquet('{pattern}', "
+                f"CREATE VIEW {table} AS SELECT * FROM read_parquet('{_shard_glob(folder)}', "
                 "hive_partitioning = true, union_by_name = true)"
             )
-        else:
+        elif table in SCHEMAS:
             empty = pa.Table.from_pylist([], schema=SCHEMAS[table])
             con.register(f"_{table}_empty", empty)
             con.execute(f"CREATE VIEW {table} AS SELECT * FROM _{table}_empty")
     return con
+
+
+def tables(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The result views of a connection (not the internal `_…_empty` relations)."""
+    rows = con.execute(
+        "SELECT view_name FROM duckdb_views() WHERE NOT internal ORDER BY view_name"
+    ).fetchall()
+    return [name for (name,) in rows if not name.startswith("_")]
+
+
+def has_table(con: duckdb.DuckDBPyConnection, table: str) -> bool:
+    return table in tables(con)
+
+
+def columns(con: duckdb.DuckDBPyConnection, table: str) -> list[str]:
+    """The columns of a view, or [] when there is no such view."""
+    if not has_table(con, table):
+        return []
+    return [row[0] for row in con.execute(f"DESCRIBE {table}").fetchall()]

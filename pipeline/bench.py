@@ -92,7 +92,23 @@ def bench_k8s(data: Path) -> dict[str, Any]:
     return bench.run_all()
 
 
+def bench_analysis(data: Path) -> dict[str, Any]:
+    """DuckDB summary over 1,000,000 episode rows; the report for the default sweep."""
+    from analysis.bench import bench
+
+    return bench(data)
+
+
+def bench_routing(data: Path) -> dict[str, Any]:
+    """Routing app on Mininet: reset, reachability, 8 concurrent topologies vs 1."""
+    from generators.routing import bench
+
+    return bench.run_all()
+
+
 BENCHMARKS: dict[str, Bench] = {
+    "routing": bench_routing,
+    "analysis": bench_analysis,
     "k8s": bench_k8s,
     "malt": bench_malt,
     "sandbox": bench_sandbox,

@@ -10,6 +10,7 @@ function of the cell, in hive layout, so the DAG and direct runs write the same 
     <data>/work/transcripts/app=A/model=M/agent=G/level=L/seed=S/part-0.parquet
     <data>/work/partial/app=A/model=M/agent=G/level=L/seed=S/chunk-NNNNN.parquet
     <data>/plans/<grid>.json, <data>/summaries/<grid>.{parquet,md}, <data>/logs/...
+    <data>/report/index.html (figures/, tables/ beside it)
 """
 
 from __future__ import annotations
@@ -96,6 +97,10 @@ class Layout:
 
     def summary_text(self, grid: str) -> Path:
         return self.root / "summaries" / f"{grid}.md"
+
+    @property
+    def report(self) -> Path:
+        return self.root / "report" / "index.html"
 
     def log(self, stage: str, name: str) -> Path:
         return self.root / "logs" / stage / f"{name}.log"

@@ -116,6 +116,10 @@ class Workflow:
         layout = self.plan.layout
         return [str(layout.summary(self.plan.grid)), str(layout.summary_text(self.plan.grid))]
 
+    @property
+    def report_path(self) -> str:
+        return str(self.plan.layout.report)
+
     def print_summary(self) -> None:
         text = Path(self.summary_paths[1])
         if text.exists():
@@ -125,3 +129,5 @@ class Workflow:
                 file=sys.stderr,
             )
             print(f"summary:  {text}", file=sys.stderr)
+        if Path(self.report_path).exists():
+            print(f"report:   {self.report_path}", file=sys.stderr)

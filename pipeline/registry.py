@@ -47,6 +47,7 @@ APPS = Registry(
     {
         "malt": "generators.malt.app:MaltApp",
         "k8s": "generators.k8s.app:K8sApp",
+        "routing": "generators.routing.app:RoutingApp",
     },
 )
 AGENTS = Registry(
@@ -64,6 +65,7 @@ APP_SCHEMAS = Registry(
     {
         "malt": "generators.malt.config:MaltConfig",
         "k8s": "generators.k8s.config:K8sConfig",
+        "routing": "generators.routing.config:RoutingConfig",
     },
 )
 AGENT_SCHEMAS = Registry(

@@ -74,6 +74,12 @@ def cmd_summarize(args: argparse.Namespace) -> None:
     print(text)
 
 
+def cmd_report(args: argparse.Namespace) -> None:
+    from analysis.report import build_report
+
+    print(build_report(args.data_dir, args.grid))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m pipeline.stages",
@@ -92,6 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         "score": ("score a cell's transcripts into episodes and steps", cmd_score, True),
         "summarize": ("per-cell summary with 95 %% intervals", cmd_summarize, None),
+        "report": ("the static report page: data/report/index.html", cmd_report, None),
     }
     for name, (help_text, func, with_agent) in stages.items():
         p = sub.add_parser(name, help=help_text, description=help_text)

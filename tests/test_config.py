@@ -35,7 +35,7 @@ def test_unknown_app_names_the_allowed_values():
     with pytest.raises(
         ConfigError,
         match=r"unknown app 'mat' \(did you mean 'malt'\?\); "
-        r"choose one of: k8s, malt, malt_google",
+        r"choose one of: k8s, malt, malt_google, routing",
     ):
         compose(["app=mat"])
 

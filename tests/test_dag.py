@@ -55,8 +55,9 @@ def test_dry_run_lists_every_stage(tmp_path):
         "run": 12,
         "score": 12,
         "summarize": 1,
+        "report": 1,
         "sweep": 1,
-        "total": 33,
+        "total": 34,
     }
     assert not (tmp_path / "results").exists()
 
@@ -152,7 +153,7 @@ def test_direct_run_rejects_unknown_app(tmp_path):
     )
     assert done.returncode == 2
     assert (
-        "unknown app 'mat' (did you mean 'malt'?); choose one of: k8s, malt, malt_google"
+        "unknown app 'mat' (did you mean 'malt'?); choose one of: k8s, malt, malt_google, routing"
         in done.stderr
     )
 

@@ -257,3 +257,15 @@ def test_model_config_file_matches_the_schema() -> None:
         model_config({"max_tokenz": 5})
     with pytest.raises(ConfigError, match=r"model.base_url is required"):
         model_config({"endpoint": "external"})
+
+
+def test_engine_env_drops_workflow_thread_counts(monkeypatch):
+    """Snakemake exports OMP_NUM_THREADS & co. to jobs; vLLM must not inherit them."""
+    from pipeline.serving.models import THREAD_VARS, engine_env
+
+    for name in THREAD_VARS:
+        monkeypatch.setenv(name, "2")
+    monkeypatch.setenv("NETGAUGE_MARKER", "kept")
+    env = engine_env()
+    assert not set(THREAD_VARS) & set(env)
+    assert env["NETGAUGE_MARKER"] == "kept" and env["HF_HUB_OFFLINE"] == "1"

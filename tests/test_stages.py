@@ -34,7 +34,7 @@ def test_unknown_app_exits_2_with_the_allowed_values(tmp_path, capsys):
     )
     assert code == 2
     assert (
-        "unknown app 'mat' (did you mean 'malt'?); choose one of: k8s, malt, malt_google"
+        "unknown app 'mat' (did you mean 'malt'?); choose one of: k8s, malt, malt_google, routing"
         in capsys.readouterr().err
     )
 

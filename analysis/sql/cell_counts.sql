@@ -1,5 +1,5 @@
--- Per cell (app, model, agent, level, seed set): episode counts and the raw sums the
--- summary turns into rates and 95 % intervals (in Python, with statsmodels).
+-- question: Per cell (app, model, agent, level): episode counts and the raw sums the summary turns into rates with 95 % intervals.
+-- requires: episodes(app, model, agent, level, seed, correct, safe, iterations, latency_s, prompt_tokens, completion_tokens, outcome)
 SELECT
     app,
     model,

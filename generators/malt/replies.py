@@ -65,9 +65,7 @@ _CONTAINED = '''def contained(graph, node):
 FEW_SHOT: tuple[tuple[str, str], ...] = (
     (
         "Task:\nHow many ports are in aggregation block `ju1.a2.m1`?\nReturn an int.",
-        "```python\n"
-        + _CONTAINED
-        + "\n\ndef process_graph(graph):\n"
+        "```python\n" + _CONTAINED + "\n\ndef process_graph(graph):\n"
         "    inside = contained(graph, 'ju1.a2.m1')\n"
         "    return sum(1 for n in inside if 'EK_PORT' in graph.nodes[n]['type'])\n"
         "```",
@@ -75,9 +73,7 @@ FEW_SHOT: tuple[tuple[str, str], ...] = (
     (
         "Task:\nRemove packet switch `ju1.a1.m3.s2c4` together with everything it contains.\n"
         "Return the modified graph (the same DiGraph object, changed in place).",
-        "```python\n"
-        + _CONTAINED
-        + "\n\ndef process_graph(graph):\n"
+        "```python\n" + _CONTAINED + "\n\ndef process_graph(graph):\n"
         "    doomed = contained(graph, 'ju1.a1.m3.s2c4') | {'ju1.a1.m3.s2c4'}\n"
         "    graph.remove_nodes_from(doomed)\n"
         "    return graph\n"

@@ -83,9 +83,24 @@ def vllm_python(venv: str | Path | None = None) -> Path:
     return python
 
 
+# Thread-count variables that Snakemake (and others) export to jobs. vLLM's CPU backend
+# binds its own OpenMP threads to cores; with OMP_NUM_THREADS=2 set on top, two spinning
+# threads shared one core and decoding fell from ~60 to ~2 tokens/s (measured here).
+THREAD_VARS = (
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "GOTO_NUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+)
+
+
 def engine_env() -> dict[str, str]:
-    """The environment for engine-venv subprocesses: ours, offline."""
-    return {**os.environ, **OFFLINE_ENV}
+    """The environment for engine-venv subprocesses: ours, offline, and without the
+    thread-count variables a workflow manager sets for its jobs."""
+    env = {k: v for k, v in os.environ.items() if k not in THREAD_VARS}
+    return {**env, **OFFLINE_ENV}
 
 
 def locate_gguf(package: str, filename: str, *, venv: str | Path | None = None) -> Path:

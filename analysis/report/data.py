@@ -1,0 +1,107 @@
+"""Everything the report shows, as tables: computed once from the result views.
+
+`collect` runs the statistics of `analysis.stats` and `analysis.study` over the chosen
+cells and returns a `ReportData`. A part whose data is not there yet (no episodes of a
+NetLLMBench-style app, no `calls` table) holds None and the reason, which the page and
+the figure show as "no data yet" instead of failing.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import duckdb
+import pandas as pd
+
+from analysis import stats
+from analysis.questions import ask_or_none, cell_filter
+from analysis.study import Study, query_count_study
+from pipeline.cells import Cell
+from pipeline.errors import DataError
+
+log = logging.getLogger(__name__)
+
+TASK_APP_PREFIX = "netllm"  # NetLLMBench's configuration tasks: iterations and tokens/s per task
+
+
+@dataclass
+class ReportData:
+    cells: pd.DataFrame  # per cell: rates with intervals, turns, latency, tokens
+    agents: pd.DataFrame  # per app and agent, over levels
+    overlap: pd.DataFrame  # per app, each pair of agents: interval overlap
+    paired: pd.DataFrame  # per app, each pair of agents: McNemar and paired bootstrap
+    operations: pd.DataFrame  # per app, agent and operation label
+    outcomes: pd.DataFrame  # per app and agent: episodes per outcome
+    studies: list[Study] = field(default_factory=list)
+    study_notes: list[str] = field(default_factory=list)  # apps whose study could not run
+    task_apps: list[str] = field(default_factory=list)
+    iterations: pd.DataFrame | None = None
+    iterations_missing: str | None = None
+    throughput: pd.DataFrame | None = None
+    throughput_missing: str | None = None
+
+    @property
+    def empty(self) -> bool:
+        return self.cells.empty
+
+
+def collect(
+    con: duckdb.DuckDBPyConnection,
+    cells: Iterable[Cell] | None = None,
+    *,
+    task_apps: Sequence[str] | None = None,
+    study_reps: int = 200,
+    study_sizes: Sequence[int] | None = None,
+    progress: bool = True,
+) -> ReportData:
+    """The report's tables over `cells` (every episode when None)."""
+    cells = list(cells) if cells is not None else None
+    data = ReportData(
+        cells=stats.cell_metrics(con, cells),
+        agents=stats.agent_rates(con, cells),
+        overlap=stats.agent_overlap(con, cells),
+        paired=stats.all_pairs(con, cells),
+        operations=stats.by_operation(con, cells),
+        outcomes=_outcomes(con, cells),
+    )
+    apps = sorted(data.agents["app"].unique()) if not data.agents.empty else []
+    for app in apps:
+        try:
+            data.studies.append(
+                query_count_study(
+                    con, app, cells=cells, reps=study_reps, sizes=study_sizes, progress=progress
+                )
+            )
+        except DataError as err:
+            data.study_notes.append(f"{app}: {err}")
+    if task_apps is None:
+        task_apps = [a for a in apps if a.startswith(TASK_APP_PREFIX)]
+    data.task_apps = list(task_apps)
+    if not data.task_apps:
+        reason = f"no episodes of a NetLLMBench configuration app ({TASK_APP_PREFIX}*) yet"
+        data.iterations_missing = data.throughput_missing = reason
+        return data
+    params = {"apps": data.task_apps}
+    where = cell_filter(cells)
+    data.iterations, data.iterations_missing = _nonempty(
+        *ask_or_none(con, "iterations_per_task", params, where=where), "no episodes"
+    )
+    data.throughput, data.throughput_missing = _nonempty(
+        *ask_or_none(con, "call_throughput", params, where=where), "no model calls recorded"
+    )
+    return data
+
+
+def _outcomes(con: duckdb.DuckDBPyConnection, cells: list[Cell] | None) -> pd.DataFrame:
+    frame, _ = ask_or_none(con, "outcome_mix", where=cell_filter(cells))
+    return frame if frame is not None else pd.DataFrame()
+
+
+def _nonempty(
+    frame: pd.DataFrame | None, reason: str | None, empty_reason: str
+) -> tuple[pd.DataFrame | None, str | None]:
+    if frame is not None and frame.empty:
+        return None, f"{empty_reason} for these apps yet"
+    return frame, reason

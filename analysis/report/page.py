@@ -1,0 +1,226 @@
+"""The report's HTML: one static page, no external resources, images as sibling PNG files.
+
+A small script marks, once the page has loaded, how many images loaded
+(`<body data-images-loaded="k/n">` and the `#image-status` line), which the Chromium
+test reads from the DOM.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping
+from pathlib import Path
+
+import pandas as pd
+
+from analysis.report.data import ReportData
+from analysis.report.figures import label
+
+STYLE = """
+body { font-family: DejaVu Sans, Arial, sans-serif; margin: 2em auto; max-width: 1200px;
+       color: #222; padding: 0 1em; }
+h1 { font-size: 1.6em; } h2 { border-bottom: 1px solid #ccc; padding-bottom: .2em; }
+table.t { border-collapse: collapse; font-size: .82em; margin: .5em 0 1.2em; }
+table.t th, table.t td { border: 1px solid #ddd; padding: .25em .5em; text-align: right; }
+table.t th { background: #f0f0f0; }
+img { max-width: 100%; border: 1px solid #eee; }
+.note { color: #555; font-style: italic; }
+.missing { background: #fff6e0; border-left: 4px solid #e0a000; padding: .4em .8em; }
+#image-status { font-size: .85em; color: #555; }
+"""
+
+SCRIPT = """
+window.addEventListener("load", function () {
+  var images = Array.prototype.slice.call(document.images);
+  var ok = images.filter(function (i) { return i.complete && i.naturalWidth > 0; });
+  document.body.setAttribute("data-images-loaded", ok.length + "/" + images.length);
+  document.getElementById("image-status").textContent =
+    "images loaded: " + ok.length + " of " + images.length;
+});
+"""
+
+
+def _pct(value: float) -> str:
+    return "–" if pd.isna(value) else f"{100 * value:.1f}"
+
+
+def _interval(frame: pd.DataFrame, metric: str, method: str) -> pd.Series:
+    lo, hi = frame[f"{metric}_{method}_lo"], frame[f"{metric}_{method}_hi"]
+    return pd.Series(
+        [f"[{_pct(a)}, {_pct(b)}]" for a, b in zip(lo, hi, strict=True)], index=frame.index
+    )
+
+
+def _num(value: float, digits: int = 2) -> str:
+    return "–" if pd.isna(value) else f"{value:.{digits}f}"
+
+
+def _who(model_agent: str) -> str:
+    model, _, agent = model_agent.partition("/")
+    return label(model, agent)
+
+
+def _table(frame: pd.DataFrame) -> str:
+    if frame.empty:
+        return '<p class="note">(nothing to show)</p>'
+    return frame.to_html(index=False, escape=True, classes="t", border=0)
+
+
+def cells_table(cells: pd.DataFrame) -> pd.DataFrame:
+    if cells.empty:
+        return cells
+    out = pd.DataFrame(
+        {
+            "app": cells["app"],
+            "agent": [label(m, a) for m, a in zip(cells["model"], cells["agent"], strict=True)],
+            "level": cells["level"],
+            "n": cells["n"],
+            "correct %": cells["correct_rate"].map(_pct),
+            "normal 95 %": _interval(cells, "correct", "normal"),
+            "Wilson 95 %": _interval(cells, "correct", "wilson"),
+            "safe %": cells["safe_rate"].map(_pct),
+            "safe Wilson 95 %": _interval(cells, "safe", "wilson"),
+            "turns": cells["mean_turns"].map(_num),
+            "latency s": cells["mean_latency_s"].map(lambda v: _num(v, 4)),
+            "tokens (prompt/compl.)": [
+                "–" if pd.isna(p) else f"{p:.0f}/{c:.0f}"
+                for p, c in zip(
+                    cells["mean_prompt_tokens"], cells["mean_completion_tokens"], strict=True
+                )
+            ],
+            "tokens/s": cells["tokens_per_s"].map(lambda v: _num(v, 1)),
+        }
+    )
+    return out
+
+
+def overlap_table(overlap: pd.DataFrame) -> pd.DataFrame:
+    if overlap.empty:
+        return overlap
+    return pd.DataFrame(
+        {
+            "app": overlap["app"],
+            "agent A": [
+                label(m, a) for m, a in zip(overlap["model_a"], overlap["agent_a"], strict=True)
+            ],
+            "Wilson 95 % A": [
+                f"[{_pct(a)}, {_pct(b)}]"
+                for a, b in zip(overlap["lo_a"], overlap["hi_a"], strict=True)
+            ],
+            "agent B": [
+                label(m, a) for m, a in zip(overlap["model_b"], overlap["agent_b"], strict=True)
+            ],
+            "Wilson 95 % B": [
+                f"[{_pct(a)}, {_pct(b)}]"
+                for a, b in zip(overlap["lo_b"], overlap["hi_b"], strict=True)
+            ],
+            "overlap %": overlap["overlap"].map(_pct),
+        }
+    )
+
+
+def paired_table(paired: pd.DataFrame) -> pd.DataFrame:
+    if paired.empty:
+        return paired
+    return pd.DataFrame(
+        {
+            "app": paired["app"],
+            "A": paired["a"].map(_who),
+            "B": paired["b"].map(_who),
+            "shared queries": paired["n"],
+            "both / only A / only B / neither": [
+                f"{r.both_correct} / {r.only_a} / {r.only_b} / {r.neither}"
+                for r in paired.itertuples()
+            ],
+            "A − B (pts)": paired["diff"].map(_pct),
+            "paired bootstrap 95 %": [
+                f"[{_pct(a)}, {_pct(b)}]"
+                for a, b in zip(paired["diff_lo"], paired["diff_hi"], strict=True)
+            ],
+            "McNemar p": [
+                "–" if pd.isna(p) else f"{p:.3g}{' (exact)' if e else ''}"
+                for p, e in zip(paired["mcnemar_p"], paired["exact"], strict=True)
+            ],
+        }
+    )
+
+
+def study_table(data: ReportData) -> pd.DataFrame:
+    rows = []
+    for study in data.studies:
+        widths = study.per_agent.groupby("queries")["width"].mean()
+        overlaps = (
+            study.pairs.groupby("queries")["mean_overlap"].mean()
+            if not study.pairs.empty
+            else pd.Series(dtype=float)
+        )
+        for size, width in widths.items():
+            rows.append(
+                {
+                    "app": study.app,
+                    "queries": size,
+                    "mean interval width (pts)": _pct(width),
+                    "mean pairwise overlap %": _pct(overlaps.get(size, float("nan"))),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def _figure(name: str, title: str, files: Mapping[str, Path], note: str | None = None) -> str:
+    path = files[name]
+    out = f'<figure><img src="figures/{html.escape(path.name)}" alt="{html.escape(title)}">'
+    out += f"<figcaption>{html.escape(title)} (<code>figures/{html.escape(path.name)}</code>)"
+    out += "</figcaption></figure>"
+    if note:
+        out += f'<p class="missing">No data yet: {html.escape(note)}.</p>'
+    return out
+
+
+def render(data: ReportData, files: Mapping[str, Path], meta: Mapping[str, str]) -> str:
+    """The whole page: `files` maps figure names to their PNGs, `meta` is shown on top."""
+    facts = "".join(
+        f"<li><b>{html.escape(k)}</b>: {html.escape(str(v))}</li>" for k, v in meta.items()
+    )
+    notes = "".join(f"<li>{html.escape(n)}</li>" for n in data.study_notes)
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>NetGauge report: {html.escape(meta.get('grid', 'all results'))}</title>",
+        f"<style>{STYLE}</style><script>{SCRIPT}</script></head><body>",
+        "<h1>NetGauge report</h1>",
+        f"<ul>{facts}</ul>",
+        '<p id="image-status">images: loading…</p>',
+        "<h2>Per cell</h2>",
+        "<p>Correctness and safety with 95 % intervals: normal (SEM, as NetArena reports) "
+        "and Wilson (stays inside [0, 100] and is honest at 0 % and 100 %).</p>",
+        _table(cells_table(data.cells)),
+        "<h2>Intervals per agent and app</h2>",
+        _figure("intervals", "Correctness and safety per agent and app", files),
+        "<h3>Pairwise interval overlap (correctness, Wilson)</h3>",
+        "<p>Share of the narrower interval covered by the other: 0 % means the two agents "
+        "are told apart at this query count.</p>",
+        _table(overlap_table(data.overlap)),
+        "<h3>Same-query comparison</h3>",
+        "<p>McNemar's test on the queries both agents played (exact when fewer than 25 "
+        "discordant pairs) and a paired bootstrap interval of the difference.</p>",
+        _table(paired_table(data.paired)),
+        "<h2>Query-count study</h2>",
+        "<p>Random subsets of the queries every agent played (the same subset for each "
+        "agent), at growing sizes: interval width and overlap shrink as queries grow.</p>",
+        _figure("query_count", "Intervals and overlap as the query count grows", files),
+        f"<ul>{notes}</ul>" if notes else "",
+        _table(study_table(data)),
+        "<h2>Breakdown by level</h2>",
+        _figure("levels", "Correctness by complexity level", files),
+        "<h2>Breakdown by operation</h2>",
+        _figure("operations", "Correctness by operation label", files),
+        "<h2>Outcomes</h2>",
+        _figure("outcomes", "How episodes ended", files),
+        "<h2>NetLLMBench configuration tasks</h2>",
+        _figure("iterations", "Iterations per task", files, data.iterations_missing),
+        _figure(
+            "tokens_per_s", "Tokens/s per task attempt by outcome", files, data.throughput_missing
+        ),
+        "</body></html>",
+    ]
+    return "\n".join(p for p in parts if p) + "\n"

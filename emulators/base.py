@@ -1,0 +1,252 @@
+"""The backend-neutral emulator interface: a lab model and the `Emulator` protocol.
+
+A `Lab` is what a network is made of, whatever runs it: devices, their interfaces, the
+collision domain (an L2 segment: a Mininet switch, a Kathará network) each interface sits
+on, its IPv4 addresses, sysctls, and startup commands. Mininet (emulators/mininet/) runs
+labs now, Kathará later; both pass tests/test_emulator_contract.py.
+
+Naming scheme: the lab names devices (`r0`, `h1_1`), interfaces (`<device>-eth<k>`) and
+domains (`s1`); these are the names an agent sees. A backend instance maps them to
+names of its own that carry a per-instance prefix (`ngr` + 5 hex digits for Mininet), so
+many instances run at once and leftovers of a dead one can be found by prefix.
+
+An emulator is used as a context manager: entering reserves the instance (its prefix),
+leaving stops everything it started, also on error.
+
+    with MininetEmulator() as emu:
+        emu.build(lab)          # devices, links, addresses, startup commands
+        emu.snapshot()          # the state `reset` returns to
+        emu.run("r0", ["ip", "link", "set", "r0-eth1", "down"], timeout_s=5, output_bytes=4096)
+        emu.reachability()      # every ordered pair of addressed devices, pinged
+        emu.reset()             # back to the snapshot, verified; raises if it cannot
+    Backend.cleanup_stale()     # what dead instances (kill -9) left, found by prefix
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Protocol, Self
+
+from pipeline.errors import ConfigError
+from pipeline.registry import Registry
+
+# Backends by name; imported only when chosen. Constructors take keyword arguments
+# probe_timeout_ms and probe_retries (how long reachability waits for a reply).
+EMULATORS = Registry("emulator", {"mininet": "emulators.mininet.emulator:MininetEmulator"})
+IFNAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,14}$")  # Linux: at most 15 characters
+NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,11}$")  # device names
+DOMAIN_RE = re.compile(r"^[a-z][a-z0-9_]{0,6}$")  # domains: a backend may prefix them to 15
+
+
+@dataclass(frozen=True)
+class Interface:
+    name: str  # e.g. "r0-eth1"; unique within its device
+    domain: str  # the collision domain (switch) this interface is plugged into
+    addresses: tuple[str, ...] = ()  # IPv4 with prefix length, e.g. ("10.0.1.1/24",)
+
+
+@dataclass(frozen=True)
+class Device:
+    name: str  # e.g. "r0", "h1_1"
+    interfaces: tuple[Interface, ...]
+    sysctls: tuple[tuple[str, str], ...] = ()  # (key, value), applied in order at build
+    startup: tuple[tuple[str, ...], ...] = ()  # argv lists run after addresses, in order
+    role: str = "host"  # "router" or "host"; informative (prompts, reports)
+
+    def address(self, domain: str | None = None) -> str | None:
+        """The first address (without prefix) on `domain`, or on any interface."""
+        for intf in self.interfaces:
+            if intf.addresses and (domain is None or intf.domain == domain):
+                return intf.addresses[0].split("/")[0]
+        return None
+
+
+@dataclass(frozen=True)
+class Lab:
+    name: str  # the topology id, e.g. "routing-4x3"
+    devices: tuple[Device, ...]
+
+    @property
+    def domains(self) -> tuple[str, ...]:
+        seen: dict[str, None] = {}
+        for device in self.devices:
+            for intf in device.interfaces:
+                seen.setdefault(intf.domain)
+        return tuple(seen)
+
+    def device(self, name: str) -> Device:
+        for device in self.devices:
+            if device.name == name:
+                return device
+        raise KeyError(name)
+
+    @property
+    def probed(self) -> tuple[str, ...]:
+        """The devices that reachability covers: every device with an address."""
+        return tuple(d.name for d in self.devices if d.address() is not None)
+
+    def probe_address(self, source: str, target: str) -> str:
+        """The address `source` pings to reach `target`: the target's address on a domain
+        they share (a router answers on its own subnet), else the target's first one."""
+        src, dst = self.device(source), self.device(target)
+        for intf in src.interfaces:
+            shared = dst.address(intf.domain)
+            if shared is not None:
+                return shared
+        address = dst.address()
+        if address is None:
+            raise KeyError(f"device {target!r} has no address to probe")
+        return address
+
+    def validate(self) -> None:
+        """Raise ConfigError naming the first malformed device, interface or address."""
+        names = [d.name for d in self.devices]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"lab {self.name}: device names repeat: {sorted(names)}")
+        for device in self.devices:
+            if not NAME_RE.match(device.name):
+                raise ConfigError(f"lab {self.name}: bad device name {device.name!r}")
+            intf_names = [i.name for i in device.interfaces]
+            if len(set(intf_names)) != len(intf_names):
+                raise ConfigError(f"lab {self.name}: {device.name} repeats an interface name")
+            for intf in device.interfaces:
+                if not IFNAME_RE.match(intf.name) or not DOMAIN_RE.match(intf.domain):
+                    raise ConfigError(
+                        f"lab {self.name}: bad interface {intf.name!r} or domain {intf.domain!r} "
+                        f"on {device.name} (interfaces: 1-15 characters, domains: 1-7)"
+                    )
+                for address in intf.addresses:
+                    try:
+                        ipaddress.IPv4Interface(address)
+                    except ValueError as err:
+                        raise ConfigError(
+                            f"lab {self.name}: {device.name} {intf.name}: {err}"
+                        ) from err
+        if any(d in names for d in self.domains):
+            raise ConfigError(f"lab {self.name}: a domain has the name of a device")
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """What one command did on one device."""
+
+    argv: tuple[str, ...]
+    exit_code: int | None  # None when it was killed (timeout or output cap)
+    output: str  # stdout and stderr interleaved, cut at the output cap
+    exec_s: float
+    timed_out: bool = False
+    truncated: bool = False  # the output cap was hit (and the command killed)
+
+
+@dataclass(frozen=True)
+class Reachability:
+    """Who can ping whom: `ok` holds the ordered (source, target) pairs that replied."""
+
+    devices: tuple[str, ...]
+    ok: frozenset[tuple[str, str]] = field(default_factory=frozenset)
+
+    @property
+    def pairs(self) -> int:
+        return len(self.devices) * (len(self.devices) - 1)
+
+    @property
+    def failed(self) -> list[tuple[str, str]]:
+        return [
+            (s, t) for s in self.devices for t in self.devices if s != t and (s, t) not in self.ok
+        ]
+
+    @property
+    def full(self) -> bool:
+        return len(self.ok) == self.pairs
+
+    @property
+    def loss(self) -> float:
+        """Fraction of ordered pairs that did not reply (NetArena's packet loss)."""
+        return 1.0 - len(self.ok) / self.pairs if self.pairs else 0.0
+
+    def lost_since(self, before: Reachability) -> list[tuple[str, str]]:
+        """Pairs that replied in `before` and do not now."""
+        return sorted(before.ok - self.ok)
+
+    def rows(self) -> list[str]:
+        """Compact form for evidence: per source, '1'/'0' per target, '-' for itself."""
+        return [
+            "".join("-" if s == t else "1" if (s, t) in self.ok else "0" for t in self.devices)
+            for s in self.devices
+        ]
+
+    @classmethod
+    def from_rows(cls, devices: Sequence[str], rows: Sequence[str]) -> Reachability:
+        devices = tuple(devices)
+        if len(rows) != len(devices) or any(len(r) != len(devices) for r in rows):
+            raise ValueError(f"{len(rows)} rows do not fit {len(devices)} devices")
+        ok = {
+            (s, t)
+            for s, row in zip(devices, rows, strict=True)
+            for t, bit in zip(devices, row, strict=True)
+            if bit == "1"
+        }
+        return cls(devices, frozenset(ok))
+
+    def render(self) -> str:
+        """Mininet's pingall layout: per source the targets that replied, X for the others."""
+        width = max((len(d) for d in self.devices), default=0)
+        lines = ["*** Ping: testing ping reachability"]
+        for s in self.devices:
+            marks = [t if (s, t) in self.ok else "X" for t in self.devices if t != s]
+            lines.append(f"{s:<{width}} -> {' '.join(marks)}")
+        got = len(self.ok)
+        lines.append(
+            f"*** Results: {round(100 * self.loss)}% dropped ({got}/{self.pairs} received)"
+        )
+        return "\n".join(lines)
+
+
+class Emulator(Protocol):
+    """One running lab of one backend. Methods raise pipeline.errors.EnvironmentFailure
+    when the backend fails (never for a command that merely exits non-zero)."""
+
+    prefix: str  # unique on this machine while the instance lives; names what it creates
+    lab: Lab | None
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...
+
+    def build(self, lab: Lab) -> None:
+        """Create the lab's devices, domains and links, configure them, run startups."""
+
+    def run(
+        self, device: str, argv: Sequence[str], *, timeout_s: float, output_bytes: int
+    ) -> CommandResult:
+        """Run argv (no shell) on one device; kill it at the timeout or the output cap."""
+
+    def reachability(self) -> Reachability:
+        """Ping every ordered pair of the lab's probed devices."""
+
+    def snapshot(self) -> None:
+        """Record the current state as the one `reset` restores."""
+
+    def reset(self) -> float:
+        """Undo whatever `run` changed since the snapshot, verify it, return the seconds."""
+
+    def stop(self) -> None:
+        """Tear down everything this instance created; idempotent."""
+
+    @classmethod
+    def cleanup_stale(cls) -> list[str]:
+        """Remove what dead instances of this backend left behind; say what went."""
+
+    @classmethod
+    def leftovers(cls, prefix: str) -> list[str]:
+        """What of the instance `prefix` still exists (processes, bridges, namespaces,
+        containers, files); empty once it stopped or was cleaned up."""

@@ -1,0 +1,92 @@
+"""`CommandSandbox`: run an agent's command on one named machine of a running lab.
+
+Order of checks: the machine must be one the agent may use (routers and hosts, never a
+switch), then the policy (policy.check) must allow the command; only then does it run,
+through the emulator's `run` (no shell, per-command timeout, output cap). Every outcome
+is a `SandboxResult` with a status the app maps to a step status.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from emulators.base import Emulator
+from emulators.netcmd.policy import check
+
+
+class Status(enum.StrEnum):
+    OK = "ok"  # ran and exited 0
+    FAILED = "failed"  # ran and exited non-zero
+    REJECTED = "rejected"  # refused: never ran
+    TIMEOUT = "timeout"  # killed at the time limit
+    OUTPUT_LIMIT = "output_limit"  # killed past the output cap
+
+
+@dataclass(frozen=True)
+class SandboxResult:
+    status: Status
+    machine: str
+    command: str
+    argv: tuple[str, ...] = ()  # what ran; () when rejected
+    output: str = ""  # what the agent is shown
+    exit_code: int | None = None
+    reason: str | None = None  # one line: why it was rejected or failed
+    exec_s: float = 0.0
+
+
+class CommandSandbox:
+    """The gate between an agent's {"machine", "command"} and a lab."""
+
+    def __init__(
+        self,
+        emulator: Emulator,
+        machines: Iterable[str],
+        *,
+        timeout_s: float = 5.0,
+        output_bytes: int = 16384,
+        switches: Iterable[str] = (),
+    ) -> None:
+        self.emulator = emulator
+        self.machines = tuple(machines)
+        self.switches = frozenset(switches)
+        self.timeout_s = timeout_s
+        self.output_bytes = output_bytes
+
+    def run(self, machine: str, command: str) -> SandboxResult:
+        if machine not in self.machines:
+            if machine in self.switches:
+                why = f"{machine} is a switch (a Linux bridge); run commands on r0 or a host"
+            else:
+                why = f"there is no machine {machine!r}; machines: {', '.join(self.machines)}"
+            return SandboxResult(Status.REJECTED, machine, command, reason=why, output=why)
+        checked = check(command)
+        if not checked.allowed:
+            why = f"command refused: {checked.reason}"
+            return SandboxResult(Status.REJECTED, machine, command, reason=why, output=why)
+        result = self.emulator.run(
+            machine, checked.argv, timeout_s=self.timeout_s, output_bytes=self.output_bytes
+        )
+        output, reason = result.output, None
+        if result.timed_out:
+            status, reason = Status.TIMEOUT, f"the command was stopped after {self.timeout_s:g} s"
+        elif result.truncated:
+            status = Status.OUTPUT_LIMIT
+            reason = f"the output passed {self.output_bytes} bytes; the command was stopped"
+        elif result.exit_code != 0:
+            status, reason = Status.FAILED, f"exit status {result.exit_code}"
+        else:
+            status = Status.OK
+        if reason:
+            output = f"{output.rstrip()}\n[{reason}]".lstrip()
+        return SandboxResult(
+            status,
+            machine,
+            command,
+            argv=result.argv,
+            output=output,
+            exit_code=result.exit_code,
+            reason=reason,
+            exec_s=result.exec_s,
+        )

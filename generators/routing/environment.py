@@ -1,0 +1,238 @@
+"""Running routing labs: a pool of live topologies, fault injection, and the episode.
+
+`TopologyPool` keeps up to `max_live` labs running (least recently used goes first);
+`get` returns one in its healthy state: reset (verified) if it was used, rebuilt if the
+reset fails. `RoutingEnvironment` is the app's Environment: one pool, one thread, its
+own instance prefixes, so several environments run side by side. `RoutingEpisode`
+turns each reply into one sandboxed command and records the reachability before and
+after it as the step's evidence.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import TracebackType
+from typing import Any
+
+from emulators.base import Emulator, Reachability
+from emulators.netcmd.sandbox import CommandSandbox, SandboxResult, Status
+from generators.routing.config import RoutingConfig
+from generators.routing.faults import Fault
+from generators.routing.prompt import REPLY_FORMAT, Command, parse_reply
+from generators.routing.topology import RoutingTopology
+from pipeline.core import Query, StepResult, StepStatus
+from pipeline.errors import EnvironmentFailure
+
+log = logging.getLogger(__name__)
+STATUS = {
+    Status.OK: StepStatus.OK,
+    Status.FAILED: StepStatus.EXEC_ERROR,
+    Status.REJECTED: StepStatus.BLOCKED,
+    Status.TIMEOUT: StepStatus.TIMEOUT,
+    Status.OUTPUT_LIMIT: StepStatus.RESOURCE_LIMIT,
+}
+
+
+def make_emulator(cfg: RoutingConfig) -> Emulator:
+    from emulators.base import EMULATORS
+
+    backend = EMULATORS.load(cfg.emulator)
+    return backend(probe_timeout_ms=cfg.probe.timeout_ms, probe_retries=cfg.probe.retries)
+
+
+class TopologyPool:
+    """Live labs by topology name, each with a command sandbox; used from one thread."""
+
+    def __init__(self, cfg: RoutingConfig, factory: Callable[[], Emulator] | None = None) -> None:
+        self.cfg = cfg
+        self._factory = factory or (lambda: make_emulator(cfg))
+        self._live: OrderedDict[str, tuple[Emulator, CommandSandbox]] = OrderedDict()
+        self.builds = 0
+        self.resets: list[float] = []
+
+    def get(self, topo: RoutingTopology) -> tuple[Emulator, CommandSandbox]:
+        """The lab of `topo`, healthy and verified."""
+        live = self._live.pop(topo.name, None)
+        if live is not None:
+            try:
+                self.resets.append(live[0].reset())
+            except EnvironmentFailure as err:
+                log.warning("rebuilding %s: %s", topo.name, err)
+                live[0].stop()
+                live = None
+        if live is None:
+            while len(self._live) >= self.cfg.max_live_topologies:
+                _, (old, _) = self._live.popitem(last=False)
+                old.stop()
+            live = self._build(topo)
+        self._live[topo.name] = live
+        return live
+
+    def _build(self, topo: RoutingTopology) -> tuple[Emulator, CommandSandbox]:
+        emu = self._factory()
+        emu.__enter__()
+        try:
+            emu.build(topo.lab())
+            emu.snapshot()
+            healthy = emu.reachability()
+            if not healthy.full:
+                raise EnvironmentFailure(
+                    f"{topo.name} is not fully reachable right after it was built: "
+                    f"{len(healthy.failed)} pairs fail, e.g. {healthy.failed[:3]}"
+                )
+        except BaseException:
+            emu.stop()
+            raise
+        self.builds += 1
+        sandbox = CommandSandbox(
+            emu,
+            topo.machines,
+            timeout_s=self.cfg.command.timeout_s,
+            output_bytes=self.cfg.command.output_bytes,
+            switches=topo.switches,
+        )
+        return emu, sandbox
+
+    def close(self) -> None:
+        while self._live:
+            _, (emu, _) = self._live.popitem()
+            emu.stop()
+
+
+def inject(emu: Emulator, faults: list[Fault]) -> None:
+    """Run the faults' injection commands; a failing one is an environment failure."""
+    for fault in faults:
+        for machine, argv in fault.inject:
+            result = emu.run(machine, argv, timeout_s=10.0, output_bytes=4096)
+            if result.exit_code != 0:
+                raise EnvironmentFailure(
+                    f"injecting {fault.type}/{fault.variant}: `{' '.join(argv)}` on {machine} "
+                    f"exited {result.exit_code}: {result.output.strip()[:200]}"
+                )
+
+
+class RoutingEpisode:
+    """One query being played; see the module docstring."""
+
+    def __init__(
+        self,
+        query: Query,
+        emu: Emulator,
+        sandbox: CommandSandbox,
+        first: Reachability,
+        max_turns: int,
+    ) -> None:
+        self.query = query
+        self.max_turns = max_turns
+        self._emu = emu
+        self._sandbox = sandbox
+        self._now = first
+        self._turn = 0
+
+    def observe(self) -> str:
+        return (
+            f"{self.query.prompt}\n\nReachability now (turn 1 of {self.max_turns}):\n"
+            f"{self._now.render()}"
+        )
+
+    def _evidence(self, before: Reachability, **facts: Any) -> dict[str, Any]:
+        return {
+            **facts,
+            "devices": list(before.devices),
+            "before": before.rows(),
+            "after": self._now.rows(),
+        }
+
+    def step(self, reply: str) -> StepResult:
+        self._turn += 1
+        last = self._turn >= self.max_turns
+        before = self._now
+        parsed = parse_reply(reply)
+        if not isinstance(parsed, Command):
+            output = f"{parsed}\n\n{self._status_text(remind=False)}"
+            evidence = self._evidence(before, parsed=False)
+            return StepResult("", StepStatus.PARSE_ERROR, output, evidence, last, parsed)
+        started = time.perf_counter()
+        result: SandboxResult = self._sandbox.run(parsed.machine, parsed.command)
+        probe_s = 0.0
+        if result.status is not Status.REJECTED:
+            probe_started = time.perf_counter()
+            self._now = self._emu.reachability()
+            probe_s = time.perf_counter() - probe_started
+        evidence = self._evidence(
+            before,
+            machine=parsed.machine,
+            command=parsed.command,
+            argv=list(result.argv),
+            sandbox=str(result.status),
+            exit_code=result.exit_code,
+            reason=result.reason,
+            cmd_s=round(result.exec_s, 4),
+            probe_s=round(probe_s, 4),
+        )
+        shown = f"{parsed.machine}$ {parsed.command}\n{result.output.rstrip() or '(no output)'}"
+        return StepResult(
+            action=f"{parsed.machine}: {parsed.command}",
+            status=STATUS[result.status],
+            output=f"{shown}\n\n{self._status_text()}",
+            evidence=evidence,
+            done=self._now.full or last,
+            error=result.reason if result.status is not Status.OK else None,
+            exec_s=time.perf_counter() - started,
+        )
+
+    def _status_text(self, remind: bool = True) -> str:
+        if self._now.full:
+            return f"{self._now.render()}\nEvery pair can ping: the network is repaired."
+        left = self.max_turns - self._turn
+        return (
+            f"Reachability now (turn {self._turn + 1} of {self.max_turns}, {left} left):\n"
+            f"{self._now.render()}" + (f"\n{REPLY_FORMAT}" if remind else "")
+        )
+
+
+class RoutingEnvironment:
+    """The app's Environment: live topologies for one thread, from enter to exit."""
+
+    def __init__(self, cfg: RoutingConfig) -> None:
+        self.cfg = cfg
+        self.pool: TopologyPool | None = None
+
+    def __enter__(self) -> RoutingEnvironment:
+        from emulators.base import EMULATORS
+
+        removed = EMULATORS.load(self.cfg.emulator).cleanup_stale()
+        if removed:
+            log.warning("removed leftovers of dead runs: %s", "; ".join(removed))
+        self.pool = TopologyPool(self.cfg)
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        pool, self.pool = self.pool, None
+        if pool is not None:
+            pool.close()
+
+    @contextmanager
+    def episode(self, query: Query) -> Iterator[RoutingEpisode]:
+        if self.pool is None:
+            raise EnvironmentFailure("RoutingEnvironment.episode() called outside its `with` block")
+        topo = RoutingTopology.from_name(query.env_key)
+        emu, sandbox = self.pool.get(topo)
+        faults = [Fault.from_json(f) for f in query.ground_truth["faults"]]
+        inject(emu, faults)
+        first = emu.reachability()
+        if first.full:
+            raise EnvironmentFailure(
+                f"{query.query_id}: the injected faults left every pair reachable; they were "
+                "validated when generated, so this network behaves differently"
+            )
+        yield RoutingEpisode(query, emu, sandbox, first, self.cfg.max_turns)

@@ -1,0 +1,18 @@
+# Stage report: the static report page over the grid's episodes (analysis/report/).
+
+
+rule report:
+    """Write <data>/report/index.html, figures/*.png and tables/*.csv for the grid."""
+    input:
+        plan=NG.plan_path,
+        summary=NG.summary_paths,
+        episodes=NG.cell_shards("episodes"),
+    output:
+        NG.report_path,
+    params:
+        grid=NG.plan.grid,
+        data=NG.data_dir,
+    log:
+        str(NG.root / "logs" / "report" / f"{NG.plan.grid}.log"),
+    shell:
+        "{STAGE_CMD} report --grid {params.grid} --data-dir {params.data} > {log} 2>&1"

@@ -1,0 +1,92 @@
+"""SFT export: oracle trajectories of the real MALT app as chat JSONL, read by `datasets`."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from analysis.export import configs, export_sft, main, split_overrides
+from pipeline.build import cell_config
+from pipeline.cells import Cell
+from pipeline.errors import ConfigError
+from pipeline.generate import generate, read_queries
+
+pytestmark = pytest.mark.integration
+
+
+def test_sft_export_round_trips_through_datasets(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf-cache"))
+    import datasets
+
+    path, count = export_sft(
+        ["app=malt", "level=1,3", "queries=4", f"data_dir={tmp_path}"], progress=False
+    )
+    assert count == 8 and path == tmp_path / "exports" / "sft" / "malt-L1_3-s0-n4.jsonl"
+    ds = datasets.load_dataset(
+        "json", data_files=str(path), split="train", cache_dir=str(tmp_path / "hf-cache")
+    )
+    assert ds.num_rows == 8
+    assert {"messages", "query_id", "level", "operation", "answer_type"} <= set(ds.column_names)
+    first = ds[0]
+    assert [m["role"] for m in first["messages"]] == ["user", "assistant"]
+    # The user turn is the query's prompt; the assistant turn is the ground-truth code.
+    queries = {q.query_id: q for q in _queries(tmp_path)}
+    for record in ds:
+        query = queries[record["query_id"]]
+        assert record["messages"][0]["content"] == query.prompt
+        assert query.ground_truth["oracle_code"] in record["messages"][1]["content"]
+    assert sorted(set(ds["level"])) == [1, 3]
+
+
+def _queries(data):
+    # The export generated in memory; the pipeline's own shards must hold the same queries.
+    out = []
+    for level in (1, 3):
+        cfg = cell_config(Cell("malt", "none", "oracle", level, 0, 4), str(data))
+        out += read_queries(generate(cfg))
+    return out
+
+
+def test_export_reads_an_up_to_date_queries_shard(tmp_path):
+    cfg = cell_config(Cell("malt", "none", "oracle", 2, 0, 3), str(tmp_path))
+    generate(cfg)
+    out = tmp_path / "mine.jsonl"
+    assert (
+        main(
+            [
+                "sft",
+                "app=malt",
+                "level=2",
+                "queries=3",
+                f"data_dir={tmp_path}",
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
+    ids = [json.loads(line)["query_id"] for line in out.read_text().splitlines()]
+    assert ids == [
+        q.query_id
+        for q in read_queries(
+            tmp_path.joinpath("results/queries/app=malt/level=2/seed=0/part-0.parquet")
+        )
+    ]
+
+
+def test_export_arguments_fail_clearly(tmp_path, capsys):
+    with pytest.raises(ConfigError, match="level='x'"):
+        split_overrides(["level=x"])
+    with pytest.raises(ConfigError, match="the export plays the oracle"):
+        split_overrides(["agent=null"])
+    assert [(c.level, c.seed) for c in configs(["level=1,2", "seed=0,5"])] == [
+        (1, 0),
+        (1, 5),
+        (2, 0),
+        (2, 5),
+    ]
+    assert main(["sft", "app=mat", f"data_dir={tmp_path}"]) == 2
+    assert "unknown app 'mat' (did you mean 'malt'?)" in capsys.readouterr().err
