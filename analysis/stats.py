@@ -21,13 +21,27 @@ import numpy as np
 import pandas as pd
 from scipy.stats import bootstrap
 from statsmodels.stats.contingency_tables import mcnemar
+from statsmodels.stats.proportion import proportion_confint
 
 from analysis.questions import ask, cell_filter
-from analysis.summary import ALPHA, intervals
 from pipeline.cells import Cell
 
+ALPHA = 0.05
 METHODS = ("normal", "wilson")
 EXACT_BELOW = 25  # discordant pairs under which McNemar's test uses the exact binomial
+
+
+def intervals(successes: pd.Series, n: pd.Series, prefix: str) -> pd.DataFrame:
+    """Rate and its normal (Wald/SEM, as NetArena) and Wilson 95 % intervals, as columns
+    named `<prefix>_…`. Wilson's stays inside [0, 1] and is honest at 0 % and 100 %,
+    where the normal interval collapses to a point."""
+    out = pd.DataFrame(index=successes.index)
+    out[f"{prefix}_rate"] = successes / n
+    for method in METHODS:
+        low, high = proportion_confint(successes, n, alpha=ALPHA, method=method)
+        out[f"{prefix}_{method}_lo"] = pd.Series(low, index=successes.index).clip(0, 1)
+        out[f"{prefix}_{method}_hi"] = pd.Series(high, index=successes.index).clip(0, 1)
+    return out
 
 
 def with_intervals(

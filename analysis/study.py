@@ -24,8 +24,7 @@ from statsmodels.stats.proportion import proportion_confint
 from tqdm import tqdm
 
 from analysis.questions import ask, cell_filter
-from analysis.stats import METHODS, interval_overlap
-from analysis.summary import ALPHA
+from analysis.stats import ALPHA, METHODS, interval_overlap
 from pipeline.cells import Cell
 from pipeline.errors import DataError
 

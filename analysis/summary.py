@@ -1,8 +1,8 @@
-"""Per-cell summary: n, correctness and safety with 95 % intervals, iterations, latency.
+"""Per-cell summary: n, correctness and safety with 95 % intervals, turns, latency.
 
-Two intervals per rate, both from statsmodels' `proportion_confint`: the normal
-(Wald/SEM) interval NetArena reports, and Wilson's, which stays inside [0, 1] and is
-honest at 0 % and 100 %, where the normal interval collapses to a point.
+The numbers are `analysis.stats.cell_metrics` (the `cell_metrics` question, with normal
+and Wilson intervals from statsmodels); this module renders them as the table a sweep
+prints and writes them next to the plan.
 """
 
 from __future__ import annotations
@@ -12,40 +12,17 @@ from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
-from statsmodels.stats.proportion import proportion_confint
 
-from analysis.questions import ask, cell_filter
+from analysis.stats import cell_metrics, intervals
 from analysis.views import connect
 from pipeline.cells import Cell, Layout, data_root
 
-ALPHA = 0.05
-
-
-def intervals(successes: pd.Series, n: pd.Series, prefix: str) -> pd.DataFrame:
-    """Rate and its normal and Wilson 95 % intervals, as columns named `<prefix>_…`."""
-    out = pd.DataFrame(index=successes.index)
-    out[f"{prefix}_rate"] = successes / n
-    for method, tag in (("normal", "normal"), ("wilson", "wilson")):
-        low, high = proportion_confint(successes, n, alpha=ALPHA, method=method)
-        out[f"{prefix}_{tag}_lo"] = pd.Series(low, index=successes.index).clip(0, 1)
-        out[f"{prefix}_{tag}_hi"] = pd.Series(high, index=successes.index).clip(0, 1)
-    return out
+__all__ = ["intervals", "render", "summarize_plan", "summary"]
 
 
 def summary(data_dir: str | Path = "data", cells: Iterable[Cell] | None = None) -> pd.DataFrame:
     """One row per (app, model, agent, level) over the given cells (all, if None)."""
-    counts = ask(connect(data_dir), "cell_counts", where=cell_filter(cells))
-    if counts.empty:
-        return counts
-    parts = [
-        counts[["app", "model", "agent", "level", "n"]],
-        intervals(counts["n_correct"], counts["n"], "correct"),
-        intervals(counts["n_safe"], counts["n"], "safe"),
-        counts[
-            ["mean_iterations", "mean_latency_s", "prompt_tokens", "completion_tokens", "outcomes"]
-        ],
-    ]
-    return pd.concat(parts, axis=1)
+    return cell_metrics(connect(data_dir), cells)
 
 
 def render(table: pd.DataFrame) -> str:
@@ -75,7 +52,7 @@ def render(table: pd.DataFrame) -> str:
                     r.safe_wilson_lo,
                     r.safe_wilson_hi,
                 ),
-                "iters": f"{r.mean_iterations:.2f}",
+                "turns": f"{r.mean_turns:.2f}",
                 "latency_s": f"{r.mean_latency_s:.4f}",
                 "outcomes": r.outcomes,
             }

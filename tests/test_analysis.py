@@ -7,7 +7,8 @@ import pytest
 from statsmodels.stats.proportion import proportion_confint
 
 from analysis.__main__ import main as analysis_main
-from analysis.summary import intervals, summary
+from analysis.stats import intervals
+from analysis.summary import summary
 from analysis.views import connect
 from pipeline.build import layout
 from pipeline.cells import cell_from_config

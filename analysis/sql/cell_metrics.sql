@@ -1,5 +1,5 @@
 -- question: Per cell (app, model, agent, level): correctness and safety counts, mean turns, latency, tokens and tokens/s.
--- requires: episodes(app, model, agent, level, seed, correct, safe, iterations, latency_s, agent_s, prompt_tokens, completion_tokens)
+-- requires: episodes(app, model, agent, level, seed, correct, safe, iterations, latency_s, agent_s, prompt_tokens, completion_tokens, outcome)
 -- Rates and their 95 % intervals are added in Python (statsmodels). tokens_per_s is the
 -- completion tokens over the agent's reply time, over episodes that report tokens; it is
 -- NULL for reference agents (no model, no tokens).
@@ -19,7 +19,8 @@ SELECT
     avg(completion_tokens)                          AS mean_completion_tokens,
     sum(completion_tokens)
         / nullif(sum(agent_s) FILTER (WHERE completion_tokens IS NOT NULL), 0)
-                                                    AS tokens_per_s
+                                                    AS tokens_per_s,
+    string_agg(DISTINCT outcome, ',' ORDER BY outcome) AS outcomes
 FROM episodes
 WHERE {where}
 GROUP BY app, model, agent, level
