@@ -36,7 +36,13 @@ from pipeline.registry import Registry
 
 # Backends by name; imported only when chosen. Constructors take keyword arguments
 # probe_timeout_ms and probe_retries (how long reachability waits for a reply).
-EMULATORS = Registry("emulator", {"mininet": "emulators.mininet.emulator:MininetEmulator"})
+EMULATORS = Registry(
+    "emulator",
+    {
+        "mininet": "emulators.mininet.emulator:MininetEmulator",
+        "kathara": "emulators.kathara.emulator:KatharaEmulator",
+    },
+)
 IFNAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,14}$")  # Linux: at most 15 characters
 NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,11}$")  # device names
 DOMAIN_RE = re.compile(r"^[a-z][a-z0-9_]{0,6}$")  # domains: a backend may prefix them to 15

@@ -51,13 +51,13 @@ def test_dry_run_lists_every_stage(tmp_path):
     stats = job_stats(done.stdout + done.stderr)
     assert stats == {
         "plan": 1,
-        "generate": 6,
-        "run": 12,
-        "score": 12,
+        "generate": 9,
+        "run": 18,
+        "score": 18,
         "summarize": 1,
         "report": 1,
         "sweep": 1,
-        "total": 34,
+        "total": 49,
     }
     assert not (tmp_path / "results").exists()
 
@@ -93,7 +93,7 @@ def test_smoke_sweep_scores_reference_agents(smoke):
     planned = read_plan(data, "smoke")
     n = planned[0].queries
     apps = sorted({c.app for c in planned})
-    assert apps == ["k8s", "malt"]
+    assert apps == ["k8s", "malt", "routing"]
     assert rows == [
         (app, agent, lvl, n, correct, 1.0)
         for app in apps

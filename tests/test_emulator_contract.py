@@ -23,7 +23,7 @@ from emulators.base import EMULATORS, Device, Interface, Lab
 from pipeline.errors import ConfigError, EnvironmentFailure
 from tests.conftest import require
 
-BACKENDS = ["mininet"]
+BACKENDS = ["mininet", "kathara"]
 
 
 def small_lab() -> Lab:
@@ -52,12 +52,22 @@ def small_lab() -> Lab:
 
 
 def _available(name: str) -> None:
+    require(os.geteuid() == 0, f"the {name} backend needs root")
     if name == "mininet":
-        require(os.geteuid() == 0, "the Mininet backend needs root")
         try:
             import mininet.net  # noqa: F401
         except ImportError:
             require(False, "Mininet is not installed (scripts/setup.d/20-mininet.sh)")
+    if name == "kathara":
+        require(
+            Path("/usr/sbin/dockerd").exists()
+            and Path("/var/lib/netgauge/kathara/rootfs.done").exists(),
+            "Docker and the Kathara base image are missing (scripts/setup.d/50-kathara.sh)",
+        )
+        try:
+            import Kathara  # noqa: F401
+        except ImportError:
+            require(False, "the kathara package is not installed (scripts/setup.d/50-kathara.sh)")
 
 
 @pytest.fixture(params=BACKENDS)

@@ -1,0 +1,281 @@
+"""`KatharaEmulator`: labs on Kathará (the `kathara` package's Docker manager) through
+NetGauge's own dockerd (daemon.py) and the local network plugin (netplugin.py).
+
+Kathará deploys and undeploys the lab: one container per device from the locally built
+base image, one Docker network (a Linux bridge) per collision domain. Kathará names the
+interfaces `eth<k>`; build renames them to the lab's names (`r0-eth1`). The Kathará lab
+is named after the instance prefix (`ngr` + 5 hex digits), so its containers and
+networks carry the label `lab_hash=<hash of the prefix>`: that is how leftovers of a
+dead instance are found.
+
+Commands, configuration, state dumps and probes run in the device's network namespace
+from the host (`nsenter --net`), as Mininet's do in its nodes: a non-privileged
+container may not write /proc/sys (sysctl faults are injected this way), and a host
+process can be killed at a timeout or output cap, which `docker exec` cannot. The
+snapshot / reset / reachability logic is Mininet's (emulators/mininet/state.py), shared
+by subclassing; only build, run, the script runner and the teardown differ.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shlex
+import shutil
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+from emulators.base import CommandResult, Lab
+from emulators.kathara import daemon, nsexec
+from emulators.mininet import instances
+from emulators.mininet.emulator import MininetEmulator
+from pipeline.errors import EnvironmentFailure
+
+log = logging.getLogger(__name__)
+STATE_DIR = Path("/run/netgauge/kathara/instances")
+TEN_YEARS_S = 10 * 365 * 86400
+
+
+def configure_kathara() -> Any:
+    """Kathará settings for our daemon: never pull, never phone home, nothing mounted
+    from the host, no privileged devices. Returns the `Kathara` manager."""
+    from Kathara.manager.Kathara import Kathara
+    from Kathara.setting.Setting import Setting
+
+    setting = Setting.get_instance()
+    values = {
+        "image": daemon.IMAGE,
+        "manager_type": "docker",
+        "device_prefix": "netgauge",
+        "net_prefix": "netgauge",
+        "open_terminals": False,
+        "print_startup_log": False,
+        "enable_ipv6": False,
+        "debug_level": "ERROR",
+        "last_checked": time.time() + TEN_YEARS_S,  # the weekly release check never runs
+        "image_update_policy": "Never",
+        "remote_url": daemon.url(),  # our daemon; Kathará then never installs its plugin
+        "network_plugin": "kathara/katharanp",  # the Linux-bridge one (default: VDE)
+        "hosthome_mount": False,
+        "shared_mount": False,
+    }
+    for key, value in values.items():
+        setattr(setting, key, value)
+    return Kathara.get_instance()
+
+
+def lab_hash(prefix: str) -> str:
+    from Kathara import utils
+
+    return utils.generate_urlsafe_hash(prefix)
+
+
+class KatharaEmulator(MininetEmulator):
+    """One lab on Kathará; see the module docstring. Use as a context manager."""
+
+    backend = "kathara"
+
+    def __init__(
+        self,
+        *,
+        probe_timeout_ms: int = 250,
+        probe_retries: int = 1,
+        state_dir: os.PathLike[str] | str = STATE_DIR,
+    ) -> None:
+        super().__init__(
+            probe_timeout_ms=probe_timeout_ms, probe_retries=probe_retries, state_dir=state_dir
+        )
+        self._daemon: daemon.Daemon | None = None
+        self._klab: Any = None
+        self.timings: dict[str, float] = {}
+
+    def __enter__(self) -> Self:
+        super().__enter__()
+        try:
+            self._daemon = daemon.Daemon().__enter__()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # -- lifecycle ---------------------------------------------------------------------
+    def build(self, lab: Lab) -> None:
+        if self._instance is None or self._daemon is None:
+            raise EnvironmentFailure("KatharaEmulator.build() called outside its `with` block")
+        if self._net is not None:
+            raise EnvironmentFailure(f"{self.prefix} already runs a lab; stop() it first")
+        lab.validate()
+        self.lab = lab
+        started = time.perf_counter()
+        try:
+            from Kathara.model.Lab import Lab as KLab
+
+            manager = configure_kathara()
+            klab = KLab(self.prefix)
+            for device in lab.devices:
+                klab.new_machine(device.name, image=daemon.IMAGE)
+                for k, intf in enumerate(device.interfaces):
+                    klab.connect_machine_to_link(device.name, intf.domain, machine_iface_number=k)
+            self._klab = self._net = klab
+            manager.deploy_lab(klab)
+            for device in lab.devices:
+                container = manager.get_machine_api_object(device.name, lab=klab)
+                container.reload()
+                self._nodes[device.name] = int(container.attrs["State"]["Pid"])
+            self.timings["deploy_s"] = time.perf_counter() - started
+            self._rename(lab)
+            self._configure(lab)
+        except EnvironmentFailure:
+            self.stop()
+            raise
+        except Exception as err:  # Kathará's and docker-py's errors are backend failures
+            self.stop()
+            raise EnvironmentFailure(
+                f"building lab {lab.name} on Kathará failed: {type(err).__name__}: {err}"
+            ) from err
+        self.timings["build_s"] = time.perf_counter() - started
+
+    def _rename(self, lab: Lab) -> None:
+        scripts = {
+            device.name: " && ".join(
+                f"ip link set dev eth{k} down && ip link set dev eth{k} name {shlex.quote(i.name)}"
+                for k, i in enumerate(device.interfaces)
+            )
+            for device in lab.devices
+            if device.interfaces
+        }
+        for device, (code, out) in self._shell(scripts).items():
+            if code != 0:
+                raise EnvironmentFailure(f"renaming the interfaces of {device}: {out[:300]}")
+
+    def _shell(
+        self, scripts: dict[str, str], timeout_s: float = 30.0
+    ) -> dict[str, tuple[int, str]]:
+        return nsexec.run_scripts(self._nodes, scripts, self._scripts, timeout_s)
+
+    def run(
+        self, device: str, argv: Sequence[str], *, timeout_s: float = 5.0, output_bytes: int = 65536
+    ) -> CommandResult:
+        lab = self._running()
+        if device not in self._nodes:
+            raise EnvironmentFailure(f"lab {lab.name} has no device {device!r}")
+        if not argv:
+            raise ValueError("run() needs a non-empty argv")
+        self._dirty.add(device)
+        return nsexec.run_capped(
+            self._nodes[device], argv, timeout_s=timeout_s, output_bytes=output_bytes
+        )
+
+    def stop(self) -> None:
+        """Undeploy the lab, release the prefix and our use of the daemon; idempotent."""
+        klab, self._klab, self._net = self._klab, None, None
+        if klab is not None:
+            started = time.perf_counter()
+            try:
+                configure_kathara().undeploy_lab(lab=klab)
+            except Exception as err:
+                log.warning("undeploying %s: %s; removing by label", self.prefix, err)
+            _remove_by_hash(lab_hash(self.prefix))
+            self.timings["undeploy_s"] = time.perf_counter() - started
+        self._nodes.clear()
+        self._healthy.clear()
+        self._dirty.clear()
+        self.lab = None
+        if self._instance is not None:
+            shutil.rmtree(self._scripts, ignore_errors=True)
+            self._instance.release()
+            self._instance = None
+        dmn, self._daemon = self._daemon, None
+        if dmn is not None:
+            dmn.close()
+
+    @classmethod
+    def cleanup_stale(cls, state_dir: os.PathLike[str] | str = STATE_DIR) -> list[str]:
+        """Remove the containers and networks of prefixes whose lock nobody holds, then
+        stop our daemon if nobody uses it."""
+        state_dir = Path(state_dir)
+        removed: list[str] = []
+        if state_dir.is_dir():
+            for path in sorted(state_dir.glob(f"{instances.FAMILY}*.lock")):
+                prefix = path.stem
+                if not instances.PREFIX_RE.match(prefix):
+                    continue
+                try:
+                    fd = os.open(path, os.O_RDWR)
+                except FileNotFoundError:
+                    continue
+                try:
+                    try:
+                        import fcntl
+
+                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    except BlockingIOError:
+                        continue  # alive
+                    gone = _remove_by_hash(lab_hash(prefix)) if daemon.answering() else []
+                    shutil.rmtree(state_dir / prefix, ignore_errors=True)
+                    path.unlink(missing_ok=True)
+                    removed.append(f"{prefix}: {len(gone)} container(s)/network(s)")
+                finally:
+                    os.close(fd)
+        if daemon.RUN_DIR.is_dir() and daemon.answering():
+            removed += [f"our {d}" for d in _stop_unused_daemon()]
+        return removed
+
+    @classmethod
+    def leftovers(cls, prefix: str, state_dir: os.PathLike[str] | str = STATE_DIR) -> list[str]:
+        state_dir = Path(state_dir)
+        found = [
+            f"file {p}" for p in (state_dir / f"{prefix}.lock", state_dir / prefix) if p.exists()
+        ]
+        if daemon.answering():
+            containers, networks = _by_hash(lab_hash(prefix))
+            found += [f"container {c}" for c in containers]
+            found += [f"network {n}" for n in networks]
+            found += [
+                f"bridge {b}"
+                for b in (f"kt{n[:12]}" for n in networks)
+                if Path(f"/sys/class/net/{b}").exists()
+            ]
+        return found
+
+
+def _by_hash(hash_: str) -> tuple[list[str], list[str]]:
+    label = f"label=lab_hash={hash_}"
+    ps = daemon.docker("ps", "-aq", "--no-trunc", "--filter", label, check=False)
+    nets = daemon.docker("network", "ls", "-q", "--no-trunc", "--filter", label, check=False)
+    return ps.stdout.decode().split(), nets.stdout.decode().split()
+
+
+def _remove_by_hash(hash_: str) -> list[str]:
+    """Force-remove what Kathará left of one lab (after a failed undeploy or a kill -9)."""
+    containers, networks = _by_hash(hash_)
+    if containers:
+        daemon.docker("rm", "-f", *containers, check=False)
+    if networks:
+        daemon.docker("network", "rm", *networks, check=False)
+    return containers + networks
+
+
+def _stop_unused_daemon() -> list[str]:
+    import fcntl
+
+    fd = os.open(daemon.RUN_DIR / "users.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return []
+        return daemon.stop()
+    finally:
+        os.close(fd)
