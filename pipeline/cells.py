@@ -117,7 +117,8 @@ def cell_from_config(cfg: DictConfig) -> Cell:
 
 
 def grid_cells(grid: DictConfig, uses_model: dict[str, bool]) -> list[Cell]:
-    """Every cell of a grid; agents that need no model get model=none once."""
+    """Every cell of a grid but the excluded; agents that need no model get model=none once."""
+    excluded = [dict(entry) for entry in grid.get("exclude", [])]
     cells = set()
     for app in grid.apps:
         for agent in grid.agents:
@@ -125,8 +126,14 @@ def grid_cells(grid: DictConfig, uses_model: dict[str, bool]) -> list[Cell]:
             for model in models:
                 for level in grid.levels:
                     for seed in grid.seeds:
-                        cells.add(Cell(app, model, agent, level, seed, grid.queries))
+                        cell = Cell(app, model, agent, level, seed, grid.queries)
+                        if not any(_matches(cell, entry) for entry in excluded):
+                            cells.add(cell)
     return sorted(cells)
+
+
+def _matches(cell: Cell, entry: dict[str, object]) -> bool:
+    return all(str(getattr(cell, key)) == str(value) for key, value in entry.items())
 
 
 def parse_cell(app: str, model: str, agent: str, level: int, seed: int, queries: int) -> Cell:

@@ -25,6 +25,7 @@ from pipeline.errors import ConfigError
 ROOT = Path(__file__).resolve().parents[1]
 CONF_DIR = ROOT / "conf"
 GROUPS = ("app", "agent", "model", "grid")
+CELL_KEYS = ("app", "model", "agent", "level", "seed")
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 
 
@@ -50,6 +51,9 @@ class GridConfig:
     levels: list[int] = field(default_factory=lambda: [1, 2, 3])
     seeds: list[int] = field(default_factory=lambda: [0])
     queries: int = 20
+    # Cells to leave out: each entry matches cells on the keys it names (app, model,
+    # agent, level, seed), e.g. {app: routing, agent: zero_shot}.
+    exclude: list[Any] = field(default_factory=list)
 
 
 @dataclass
@@ -196,6 +200,13 @@ def _check_grid(grid: DictConfig) -> None:
         raise ConfigError(f"grid '{grid.name}': seeds must be integers >= 0, got {grid.seeds}")
     if grid.queries < 1:
         raise ConfigError(f"grid '{grid.name}': queries must be >= 1, got {grid.queries}")
+    for entry in grid.exclude:
+        keys = set(entry) if isinstance(entry, DictConfig) else set()
+        if not keys or keys - set(CELL_KEYS):
+            raise ConfigError(
+                f"grid '{grid.name}': exclude entry {to_plain(entry)} must map some of "
+                f"{', '.join(CELL_KEYS)} to a value"
+            )
 
 
 def to_plain(section: Any) -> Any:

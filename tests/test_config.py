@@ -83,3 +83,15 @@ def test_grid_plan_cells():
 def test_unknown_grid():
     with pytest.raises(ConfigError, match=r"unknown grid 'smok'"):
         load_plan("smok")
+
+
+def test_grid_exclude_leaves_cells_out():
+    plan = load_plan("default")
+    assert not [c for c in plan.cells if c.app in ("k8s", "routing") and c.agent == "zero_shot"]
+    assert [c for c in plan.cells if c.app == "malt" and c.agent == "zero_shot"]
+    assert {c.app for c in plan.cells if c.agent == "oracle"} == {"malt", "k8s", "routing"}
+
+
+def test_bad_exclude_entry_names_the_keys():
+    with pytest.raises(ConfigError, match=r"exclude entry \{'agnt': 'x'\} must map some of"):
+        compose(["grid=smoke", "grid.exclude=[{agnt: x}]"])

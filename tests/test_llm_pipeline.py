@@ -137,7 +137,7 @@ def test_slurm_profile_plans_gpu_jobs(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     out = done.stdout + done.stderr
     stats = job_stats(out)
-    assert stats["run_model_qwen2_5_7b"] == 1 and stats["run"] == 12 and stats["score"] == 36
+    assert stats["run_model_qwen2_5_7b"] == 1 and stats["run"] == 36 and stats["score"] == 108
     block = out.split("rule run_model_qwen2_5_7b:", 1)[1].split("\n[", 1)[0]
     resources = next(line for line in block.splitlines() if "resources:" in line)
     assert "gpu=1" in resources and "runtime=240" in resources
