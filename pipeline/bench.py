@@ -80,9 +80,7 @@ def bench_serving(data: Path) -> dict[str, Any]:
 
     if not vllm_python().exists():
         return {"skipped": "the CPU vLLM engine is not installed (make setup)"}
-    figures = bench.run_all(data)
-    figures["target_concurrency_ratio"] = 4.0
-    return figures
+    return bench.run_all(data)
 
 
 def bench_k8s(data: Path) -> dict[str, Any]:
