@@ -204,30 +204,10 @@ class KatharaEmulator(MininetEmulator):
     def cleanup_stale(cls, state_dir: os.PathLike[str] | str = STATE_DIR) -> list[str]:
         """Remove the containers and networks of prefixes whose lock nobody holds, then
         stop our daemon if nobody uses it."""
-        state_dir = Path(state_dir)
-        removed: list[str] = []
-        if state_dir.is_dir():
-            for path in sorted(state_dir.glob(f"{instances.FAMILY}*.lock")):
-                prefix = path.stem
-                if not instances.PREFIX_RE.match(prefix):
-                    continue
-                try:
-                    fd = os.open(path, os.O_RDWR)
-                except FileNotFoundError:
-                    continue
-                try:
-                    try:
-                        import fcntl
-
-                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    except BlockingIOError:
-                        continue  # alive
-                    gone = _remove_by_hash(lab_hash(prefix)) if daemon.answering() else []
-                    shutil.rmtree(state_dir / prefix, ignore_errors=True)
-                    path.unlink(missing_ok=True)
-                    removed.append(f"{prefix}: {len(gone)} container(s)/network(s)")
-                finally:
-                    os.close(fd)
+        removed = []
+        for prefix in instances.dead_prefixes(Path(state_dir)):
+            gone = _remove_by_hash(lab_hash(prefix)) if daemon.answering() else []
+            removed.append(f"{prefix}: {len(gone)} container(s)/network(s)")
         if daemon.RUN_DIR.is_dir() and daemon.answering():
             removed += [f"our {d}" for d in _stop_unused_daemon()]
         return removed

@@ -24,6 +24,7 @@ import secrets
 import shutil
 import signal
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from pipeline.errors import EnvironmentFailure
@@ -131,11 +132,14 @@ def leftovers(prefix: str, state_dir: Path = STATE_DIR) -> list[str]:
     return found
 
 
-def cleanup_stale(state_dir: Path = STATE_DIR) -> list[str]:
-    """Remove what dead instances left: their processes, namespaces and lock files."""
+def dead_prefixes(state_dir: Path = STATE_DIR) -> Iterator[str]:
+    """Prefixes of instances whose lock nobody holds (their owner died), one at a time.
+
+    The lock is held while the caller removes what the prefix left; when the caller moves
+    on, the instance's script folder and lock file are deleted.
+    """
     if not state_dir.is_dir():
-        return []
-    removed = []
+        return
     for path in sorted(state_dir.glob(f"{FAMILY}*.lock")):
         prefix = path.stem
         if not PREFIX_RE.match(prefix):
@@ -149,10 +153,15 @@ def cleanup_stale(state_dir: Path = STATE_DIR) -> list[str]:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 continue  # alive
-            victims = kill_prefix(prefix)
+            yield prefix
             shutil.rmtree(state_dir / prefix, ignore_errors=True)  # its script folder
             path.unlink(missing_ok=True)
-            removed.append(f"{prefix}: {len(victims)} process(es)")
         finally:
             os.close(fd)
-    return removed
+
+
+def cleanup_stale(state_dir: Path = STATE_DIR) -> list[str]:
+    """Remove what dead instances left: their processes, namespaces and lock files."""
+    return [
+        f"{prefix}: {len(kill_prefix(prefix))} process(es)" for prefix in dead_prefixes(state_dir)
+    ]
