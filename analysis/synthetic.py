@@ -1,26 +1,43 @@
-"""Synthetic `episodes` shards with the real schema, for benchmarks and statistics tests.
+"""Synthetic result shards with the real schema, for benchmarks and statistics tests.
 
 Reference agents score 0 % or 100 %; statistics need spread. `write_episodes` writes one
-shard per cell (the same hive paths and metadata as the score stage) where each agent
-answers each query correctly with its own probability, optionally per level, and every
-agent of an app plays the same query ids, so paired comparisons work. Nothing here runs
-in the pipeline; its rows carry `config_hash = code_version = "synthetic"`.
+`episodes` shard per cell (the same hive paths and metadata as the score stage) where each
+agent answers each query correctly with its own probability, optionally per level, and
+every agent of an app plays the same query ids, so paired comparisons work.
+`write_task_episodes` writes the `episodes`, `steps` and `calls` shards of a
+NetLLMBench-style app whose queries chain several tasks, each with a few attempts.
+Nothing here runs in the pipeline; its rows carry `config_hash = code_version =
+"synthetic"`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 from tqdm import tqdm
 
-from pipeline.cells import Cell, Layout, data_root
-from pipeline.records import SCHEMAS, write_shard
+from pipeline.cells import NO_MODEL, Cell, Layout, data_root
+from pipeline.records import SCHEMAS, to_table, write_shard
 
 OUTCOMES_WRONG = ("wrong", "exec_error", "parse_error", "timeout")
 OPERATIONS = ("count", "list", "rank", "add>count", "remove>list", "for_if(update)")
+# Nine chained configuration tasks, as in NetLLMBench; later ones are harder.
+TASKS = (
+    "set_ip",
+    "default_route",
+    "static_route",
+    "ospf",
+    "bgp",
+    "vlan",
+    "acl",
+    "nat",
+    "dhcp",
+)
+FAILED_ATTEMPT = {"ok": 0.6, "exec_error": 0.25, "parse_error": 0.15}  # status of a miss
 
 
 def cell_table(
@@ -56,6 +73,8 @@ def cell_table(
         "correct": correct,
         "safe": safe,
         "iterations": turns,
+        "tasks": np.ones(n, dtype=np.int16),
+        "tasks_solved": correct.astype(np.int16),
         "latency_s": rng.gamma(2.0, 0.002, n),
         "agent_s": agent_s,
         "error": [None if c else "synthetic" for c in correct],
@@ -113,41 +132,175 @@ def write_episodes(
     return cells
 
 
-def write_calls(
-    data_dir: str | Path, cells: Sequence[Cell], *, seed: int = 0, calls_per_episode: int = 2
-) -> list[Path]:
-    """A `calls` shard per cell (model calls of LLM agents), matching `write_episodes`'
-    query ids: `calls_per_episode` calls per episode, tokens/s ~ 20-60."""
-    import pyarrow.parquet as pq
-
-    root = data_root(data_dir) / "results" / "calls"
-    rng = np.random.default_rng(seed)
-    paths = []
-    for cell in cells:
-        n = cell.queries * calls_per_episode
-        completion = rng.integers(20, 400, n)
-        latency = rng.uniform(0.5, 5.0, n)
-        index = np.arange(n)
-        columns = {
-            "query_id": [
-                f"{cell.app}-L{cell.level}-s{cell.seed}-{i // calls_per_episode:05d}" for i in index
-            ],
-            "app": [cell.app] * n,
-            "model": [cell.model] * n,
-            "agent": [cell.agent] * n,
-            "level": np.full(n, cell.level, dtype=np.int16),
-            "seed": np.full(n, cell.seed, dtype=np.int64),
-            "turn": (index % calls_per_episode + 1).astype(np.int16),
-            "call_index": (index % calls_per_episode).astype(np.int16),
-            "prompt_tokens": completion * 3,
-            "completion_tokens": completion,
-            "latency_s": latency,
-            "tokens_per_s": rng.uniform(20, 60, n),
+def task_rows(
+    cell: Cell,
+    accuracy: float,
+    rng: np.random.Generator,
+    *,
+    tasks: Sequence[str] = TASKS,
+    max_attempts: int = 3,
+) -> dict[str, list[dict[str, Any]]]:
+    """Rows of `episodes`, `steps` and `calls` (none for reference agents) of one cell of
+    a chained-task app. Every query holds all `tasks`, played in order; each attempt at
+    task j succeeds with probability accuracy ** (1 + j / 4), and a task still unsolved
+    after `max_attempts` is left for the next one. An LLM agent makes one call per turn,
+    plus a re-prompt on a parse_error turn."""
+    llm = cell.model != NO_MODEL
+    statuses = list(FAILED_ATTEMPT)
+    weights = list(FAILED_ATTEMPT.values())
+    out: dict[str, list[dict[str, Any]]] = {"episodes": [], "steps": [], "calls": []}
+    for index in range(cell.queries):
+        key = {
+            "query_id": f"{cell.app}-L{cell.level}-s{cell.seed}-{index:05d}",
+            **{k: getattr(cell, k) for k in ("app", "model", "agent", "level", "seed")},
         }
-        schema = SCHEMAS.get("calls")
-        table = _fill(columns, schema, n) if schema is not None else pa.table(columns)
-        path = root / cell.part / "part-0.parquet"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(table, path)
-        paths.append(path)
-    return paths
+        steps: list[dict[str, Any]] = []
+        calls: list[dict[str, Any]] = []
+        solved = 0
+        for j, task in enumerate(tasks):
+            p = accuracy ** (1 + j / 4)
+            for attempt in range(1, max_attempts + 1):
+                done = bool(rng.random() < p)
+                status = "ok" if done else str(rng.choice(statuses, p=weights))
+                turn = len(steps) + 1
+                steps.append(_step(key, turn, task, attempt, status, done, llm, rng))
+                if llm:
+                    purposes = ["act", "reprompt"] if status == "parse_error" else ["act"]
+                    calls += [
+                        _call(key, turn, task, attempt, i, purpose, cell, rng)
+                        for i, purpose in enumerate(purposes)
+                    ]
+                if done:
+                    solved += 1
+                    break
+        out["steps"] += steps
+        out["calls"] += calls
+        out["episodes"].append(_task_episode(key, steps, calls, len(tasks), solved))
+    return out
+
+
+def _step(
+    key: dict[str, Any],
+    turn: int,
+    task: str,
+    attempt: int,
+    status: str,
+    done: bool,
+    llm: bool,
+    rng: np.random.Generator,
+) -> dict[str, Any]:
+    command = f"configure {task}"
+    return key | {
+        "turn": turn,
+        "reply": command,
+        "action": "" if status == "parse_error" else command,
+        "status": status,
+        "output": "",
+        "task": task,
+        "attempt": attempt,
+        "task_solved": done,
+        "safe": True,
+        "error": None if status == "ok" else "synthetic",
+        "exec_s": float(rng.gamma(2.0, 0.05)),
+        "agent_s": float(rng.gamma(2.0, 0.5)) if llm else 0.0,
+        "evidence": "{}",
+    }
+
+
+def _call(
+    key: dict[str, Any],
+    turn: int,
+    task: str,
+    attempt: int,
+    index: int,
+    purpose: str,
+    cell: Cell,
+    rng: np.random.Generator,
+) -> dict[str, Any]:
+    completion = int(rng.integers(20, 400))
+    rate = float(rng.uniform(20, 60))
+    return key | {
+        "turn": turn,
+        "task": task,
+        "attempt": attempt,
+        "call_index": index,
+        "purpose": purpose,
+        "served_model": cell.model,
+        "prompt_tokens": completion * 3,
+        "completion_tokens": completion,
+        "latency_s": completion / rate,
+        "ttft_s": 0.05,
+        "tokens_per_s": rate,
+        "finish_reason": "stop",
+    }
+
+
+def _task_episode(
+    key: dict[str, Any],
+    steps: list[dict[str, Any]],
+    calls: list[dict[str, Any]],
+    tasks: int,
+    solved: int,
+) -> dict[str, Any]:
+    correct = solved == tasks
+    completion = sum(c["completion_tokens"] for c in calls) if calls else None
+    call_s = sum(c["latency_s"] for c in calls)
+    return key | {
+        "operation": "configure",
+        "answer_type": "config",
+        "outcome": "correct" if correct else "wrong",
+        "correct": correct,
+        "safe": True,
+        "iterations": len(steps),
+        "tasks": tasks,
+        "tasks_solved": solved,
+        "latency_s": sum(s["exec_s"] for s in steps),
+        "agent_s": sum(s["agent_s"] for s in steps),
+        "error": None if correct else f"{tasks - solved} of {tasks} tasks unsolved",
+        "prompt_tokens": sum(c["prompt_tokens"] for c in calls) if calls else None,
+        "completion_tokens": completion,
+        "tokens_per_s": completion / call_s if calls else None,
+        "model_calls": len(calls),
+        "reprompts": sum(c["purpose"] == "reprompt" for c in calls),
+        "example_reprompts": 0,
+        "master_extractions": 0,
+        "detail": '{"synthetic":true}',
+        "config_hash": "synthetic",
+        "code_version": "synthetic",
+    }
+
+
+def write_task_episodes(
+    data_dir: str | Path,
+    accuracy: Mapping[tuple[str, str], float],
+    *,
+    app: str = "netllmbench",
+    levels: Sequence[int] = (1,),
+    seeds: Sequence[int] = (0,),
+    queries: int = 20,
+    seed: int = 0,
+    tasks: Sequence[str] = TASKS,
+    max_attempts: int = 3,
+) -> list[Cell]:
+    """Write the `episodes`, `steps` and `calls` shards of a chained-task app (see
+    `task_rows`); `accuracy` maps (model, agent) to the first task's per-attempt success
+    probability. Returns the cells written."""
+    layout = Layout(data_root(data_dir))
+    rng = np.random.default_rng(seed)
+    cells = [
+        Cell(app, model, agent, level, s, queries)
+        for (model, agent) in accuracy
+        for level in levels
+        for s in seeds
+    ]
+    for cell in cells:
+        rows = task_rows(
+            cell, accuracy[(cell.model, cell.agent)], rng, tasks=tasks, max_attempts=max_attempts
+        )
+        for table, path in (
+            ("episodes", layout.episodes(cell)),
+            ("steps", layout.steps(cell)),
+            ("calls", layout.calls(cell)),
+        ):
+            write_shard(table, to_table(table, rows[table]), path, config_hash="synthetic")
+    return cells

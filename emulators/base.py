@@ -2,13 +2,15 @@
 
 A `Lab` is what a network is made of, whatever runs it: devices, their interfaces, the
 collision domain (an L2 segment: a Mininet switch, a Kathará network) each interface sits
-on, its IPv4 addresses, sysctls, and startup commands. Mininet (emulators/mininet/) runs
-labs now, Kathará later; both pass tests/test_emulator_contract.py.
+on, its IPv4 addresses, sysctls, and startup commands. Mininet (emulators/mininet/) and
+Kathará (emulators/kathara/) run labs, both on the machinery they share in
+emulators/namespaced.py; both pass tests/test_emulator_contract.py.
 
 Naming scheme: the lab names devices (`r0`, `h1_1`), interfaces (`<device>-eth<k>`) and
 domains (`s1`); these are the names an agent sees. A backend instance maps them to
-names of its own that carry a per-instance prefix (`ngr` + 5 hex digits for Mininet), so
-many instances run at once and leftovers of a dead one can be found by prefix.
+names of its own that carry a per-instance prefix (`ngr` + 5 hex digits, see
+emulators/instances.py), so many instances run at once and leftovers of a dead one can
+be found by prefix.
 
 An emulator is used as a context manager: entering reserves the instance (its prefix),
 leaving stops everything it started, also on error.
@@ -43,6 +45,7 @@ EMULATORS = Registry(
         "kathara": "emulators.kathara.emulator:KatharaEmulator",
     },
 )
+BACKEND_NAMES = {"mininet": "Mininet", "kathara": "Kathará"}  # as prompts name them
 IFNAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,14}$")  # Linux: at most 15 characters
 NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,11}$")  # device names
 DOMAIN_RE = re.compile(r"^[a-z][a-z0-9_]{0,6}$")  # domains: a backend may prefix them to 15
@@ -240,7 +243,7 @@ class Emulator(Protocol):
         """Ping every ordered pair of the lab's probed devices."""
 
     def snapshot(self) -> None:
-        """Record the current state as the one `reset` restores."""
+        """Record the state of every device as the one `reset` restores."""
 
     def reset(self) -> float:
         """Undo whatever `run` changed since the snapshot, verify it, return the seconds."""

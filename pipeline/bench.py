@@ -104,7 +104,15 @@ def bench_routing(data: Path) -> dict[str, Any]:
     return bench.run_all()
 
 
+def bench_emulators(data: Path) -> dict[str, Any]:
+    """Mininet and Kathara on NetLLMBench's lab: build, exec, state read, chain, reset, stop."""
+    from generators.netllmbench import bench
+
+    return bench.run_all()
+
+
 BENCHMARKS: dict[str, Bench] = {
+    "emulators": bench_emulators,
     "routing": bench_routing,
     "analysis": bench_analysis,
     "k8s": bench_k8s,

@@ -74,6 +74,16 @@ class StepResult:
     exec_s: float = 0.0  # time the environment spent executing the action
 
 
+@dataclass(frozen=True)
+class TaskStep:
+    """Which task of a query one step worked on (apps whose queries chain several tasks,
+    e.g. NetLLMBench's nine configuration tasks)."""
+
+    task: str  # the task's label, e.g. "set_ip:h1"
+    attempt: int  # 1-based attempt number at that task
+    solved: bool  # the task was complete after this step
+
+
 @dataclass
 class Verdict:
     """The scorer's judgement of one episode."""
@@ -84,6 +94,12 @@ class Verdict:
     step_safe: list[bool]  # one per step, same order as the steps
     error: str | None = None
     detail: dict[str, Any] = field(default_factory=dict)  # app-specific, stored as JSON
+    # Queries made of several tasks: one TaskStep per step, the tasks the query holds and
+    # how many were completed. None: the query is one task (its `operation`), attempted
+    # once per turn and solved when the episode is correct.
+    step_tasks: list[TaskStep] | None = None
+    tasks: int = 1
+    tasks_solved: int | None = None
 
 
 class ReplyFormat(Protocol):

@@ -5,7 +5,7 @@ Tables (documented column by column in data/README.md):
     calls        one row per model call (LLM agents only)
     transcripts  one row per agent turn, as played (internal: the score stage's input)
     episodes     one row per query x agent: the verdict
-    steps        one row per agent turn, with its per-step safety verdict
+    steps        one row per agent turn: its task, attempt and per-step safety verdict
 
 Each shard carries key-value metadata: netgauge.table, netgauge.schema_version,
 netgauge.config_hash, netgauge.code_version. Writes go to a temp file in the same
@@ -27,7 +27,10 @@ import pyarrow.parquet as pq
 from pipeline.config import ROOT
 from pipeline.errors import DataError
 
-SCHEMA_VERSION = "1"
+# The column layout's version, per table; readers refuse other versions. Version 2 added
+# the task columns to the result tables (scoring rebuilds them from the transcripts).
+RESULTS = ("episodes", "steps", "calls")  # tables the score stage writes
+SCHEMA_VERSIONS = {"queries": "1", "transcripts": "1", "episodes": "2", "steps": "2", "calls": "2"}
 
 _CELL = [
     pa.field("app", pa.string(), nullable=False),
@@ -46,6 +49,12 @@ _TURN = [
     pa.field("action", pa.string(), nullable=False),
     pa.field("status", pa.string(), nullable=False),
     pa.field("output", pa.string(), nullable=False),
+]
+
+# Which task of the query a turn worked on, in `steps` and in `calls` (by the turn served).
+_TASK = [
+    pa.field("task", pa.string(), nullable=False),
+    pa.field("attempt", pa.int16(), nullable=False),
 ]
 
 SCHEMAS: dict[str, pa.Schema] = {
@@ -86,6 +95,8 @@ SCHEMAS: dict[str, pa.Schema] = {
             pa.field("correct", pa.bool_(), nullable=False),
             pa.field("safe", pa.bool_(), nullable=False),
             pa.field("iterations", pa.int16(), nullable=False),
+            pa.field("tasks", pa.int16(), nullable=False),
+            pa.field("tasks_solved", pa.int16(), nullable=False),
             pa.field("latency_s", pa.float64(), nullable=False),
             pa.field("agent_s", pa.float64(), nullable=False),
             pa.field("error", pa.string()),
@@ -104,6 +115,8 @@ SCHEMAS: dict[str, pa.Schema] = {
     "steps": pa.schema(
         [
             *_TURN,
+            *_TASK,
+            pa.field("task_solved", pa.bool_(), nullable=False),
             pa.field("safe", pa.bool_(), nullable=False),
             pa.field("error", pa.string()),
             pa.field("exec_s", pa.float64(), nullable=False),
@@ -116,6 +129,7 @@ SCHEMAS: dict[str, pa.Schema] = {
             pa.field("query_id", pa.string(), nullable=False),
             *_CELL,
             pa.field("turn", pa.int16(), nullable=False),
+            *_TASK,
             pa.field("call_index", pa.int16(), nullable=False),
             pa.field("purpose", pa.string(), nullable=False),
             pa.field("served_model", pa.string(), nullable=False),
@@ -170,7 +184,7 @@ def write_shard(
         raise DataError(f"shard for '{table}' does not match its schema: {data.schema}")
     meta = {
         "netgauge.table": table,
-        "netgauge.schema_version": SCHEMA_VERSION,
+        "netgauge.schema_version": SCHEMA_VERSIONS[table],
         "netgauge.config_hash": config_hash,
         "netgauge.code_version": code_version(),
         **extra,
@@ -196,10 +210,11 @@ def read_shard(table: str, path: Path) -> pa.Table:
     meta = shard_metadata(path)
     if meta.get("netgauge.table") != table:
         raise DataError(f"{path} holds table '{meta.get('netgauge.table')}', expected '{table}'")
-    if meta.get("netgauge.schema_version") != SCHEMA_VERSION:
+    if meta.get("netgauge.schema_version") != SCHEMA_VERSIONS[table]:
+        how = "delete it to have it rescored" if table in RESULTS else "regenerate it"
         raise DataError(
             f"{path} has schema version {meta.get('netgauge.schema_version')}, "
-            f"this code reads version {SCHEMA_VERSION}; regenerate it"
+            f"this code reads version {SCHEMA_VERSIONS[table]} of '{table}'; {how}"
         )
     return data
 
@@ -210,7 +225,11 @@ def shard_metadata(path: Path) -> dict[str, str]:
 
 
 def shard_hash(path: Path) -> str | None:
-    """The config hash a shard was written with, or None if it does not exist."""
+    """The config hash a shard was written with; None if it does not exist or has
+    another schema version than its table's (so stages redo it)."""
     if not path.exists():
         return None
-    return shard_metadata(path).get("netgauge.config_hash")
+    meta = shard_metadata(path)
+    if meta.get("netgauge.schema_version") != SCHEMA_VERSIONS.get(meta.get("netgauge.table", "")):
+        return None
+    return meta.get("netgauge.config_hash")

@@ -48,6 +48,7 @@ APPS = Registry(
         "malt": "generators.malt.app:MaltApp",
         "k8s": "generators.k8s.app:K8sApp",
         "routing": "generators.routing.app:RoutingApp",
+        "netllmbench": "generators.netllmbench.app:NetLLMBenchApp",
     },
 )
 AGENTS = Registry(
@@ -66,6 +67,7 @@ APP_SCHEMAS = Registry(
         "malt": "generators.malt.config:MaltConfig",
         "k8s": "generators.k8s.config:K8sConfig",
         "routing": "generators.routing.config:RoutingConfig",
+        "netllmbench": "generators.netllmbench.config:NetLLMBenchConfig",
     },
 )
 AGENT_SCHEMAS = Registry(

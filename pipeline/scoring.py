@@ -1,7 +1,10 @@
-"""Stage `score`: the app's scorer turns a cell's transcripts into `episodes` and `steps`.
+"""Stage `score`: the app's scorer turns a cell's transcripts into `episodes`, `steps`
+and `calls`.
 
 Scoring is a pure function of the ground truth and the recorded steps, so verdicts can
-be recomputed (e.g. after a scorer fix) without replaying any agent.
+be recomputed (e.g. after a scorer fix) without replaying any agent. The task columns
+(which task of the query each turn worked on, and whether it was solved) come from the
+verdict too: see `task_steps`.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from tqdm import tqdm
 
 from pipeline.build import layout, make_app, run_hash
 from pipeline.cells import cell_from_config
-from pipeline.core import StepResult, StepStatus, Verdict, canonical_json
+from pipeline.core import Query, StepResult, StepStatus, TaskStep, Verdict, canonical_json
 from pipeline.errors import DataError
 from pipeline.generate import read_queries
 from pipeline.records import code_version, read_shard, to_table, write_shard
@@ -51,17 +54,55 @@ def score(cfg: DictConfig) -> tuple[Path, Path, Path]:
                 f"app '{cell.app}' scored {query.query_id} with {len(verdict.step_safe)} "
                 f"step verdicts for {len(rows)} steps"
             )
+        tasks = task_steps(cell.app, query, rows, verdict)
         episodes.append(
             _episode_row(query.operation, query.answer_type, rows, verdict, digest, version)
+            | _task_counts(cell.app, query, verdict)
         )
-        for row, safe in zip(rows, verdict.step_safe, strict=True):
-            steps.append(_step_row(row, safe))
-            calls.extend(_call_rows(row))
+        for row, safe, task in zip(rows, verdict.step_safe, tasks, strict=True):
+            steps.append(_step_row(row, safe, task))
+            calls.extend(_call_rows(row, task))
     out = paths.episodes(cell), paths.steps(cell), paths.calls(cell)
     write_shard("calls", to_table("calls", calls), out[2], config_hash=digest)
     write_shard("steps", to_table("steps", steps), out[1], config_hash=digest)
     write_shard("episodes", to_table("episodes", episodes), out[0], config_hash=digest)
     return out
+
+
+def task_steps(
+    app: str, query: Query, rows: list[dict[str, Any]], verdict: Verdict
+) -> list[TaskStep]:
+    """One TaskStep per transcript row: the app's `verdict.step_tasks`, or for a
+    single-task query its `operation`, attempted once per turn and solved on the last
+    turn when the episode is correct."""
+    if verdict.step_tasks is None:
+        last = len(rows) - 1
+        return [
+            TaskStep(query.operation, row["turn"], verdict.correct and i == last)
+            for i, row in enumerate(rows)
+        ]
+    if len(verdict.step_tasks) != len(rows):
+        raise DataError(
+            f"app '{app}' scored {query.query_id} with {len(verdict.step_tasks)} "
+            f"step tasks for {len(rows)} steps"
+        )
+    return list(verdict.step_tasks)
+
+
+def _task_counts(app: str, query: Query, verdict: Verdict) -> dict[str, int]:
+    """`tasks` and `tasks_solved` of an episode. Without an app's count, a multi-task
+    verdict counts the distinct tasks some step solved; a single-task one, its correctness."""
+    solved = verdict.tasks_solved
+    if solved is None and verdict.step_tasks is not None:
+        solved = len({t.task for t in verdict.step_tasks if t.solved})
+    elif solved is None:
+        solved = int(verdict.correct)
+    if verdict.tasks < 1 or not 0 <= solved <= verdict.tasks:
+        raise DataError(
+            f"app '{app}' scored {query.query_id} with {solved} of {verdict.tasks} tasks "
+            "solved; expected tasks >= 1 and 0 <= tasks_solved <= tasks"
+        )
+    return {"tasks": verdict.tasks, "tasks_solved": solved}
 
 
 def _step(row: dict[str, Any]) -> StepResult:
@@ -118,12 +159,14 @@ def _episode_row(
     }
 
 
-def _call_rows(row: dict[str, Any]) -> list[dict[str, Any]]:
+def _call_rows(row: dict[str, Any], task: TaskStep) -> list[dict[str, Any]]:
     cell = {key: row[key] for key in ("query_id", "app", "model", "agent", "level", "seed")}
     return [
         {
             **cell,
             "turn": row["turn"],
+            "task": task.task,
+            "attempt": task.attempt,
             "call_index": index,
             "purpose": call["purpose"],
             "served_model": call["model"],
@@ -143,7 +186,7 @@ def _call_rows(row: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def _step_row(row: dict[str, Any], safe: bool) -> dict[str, Any]:
+def _step_row(row: dict[str, Any], safe: bool, task: TaskStep) -> dict[str, Any]:
     keep = (
         "query_id",
         "app",
@@ -161,4 +204,10 @@ def _step_row(row: dict[str, Any], safe: bool) -> dict[str, Any]:
         "agent_s",
         "evidence",
     )
-    return {**{key: row[key] for key in keep}, "safe": safe}
+    return {
+        **{key: row[key] for key in keep},
+        "task": task.task,
+        "attempt": task.attempt,
+        "task_solved": task.solved,
+        "safe": safe,
+    }

@@ -24,6 +24,26 @@ def require(condition: bool, reason: str) -> None:
     pytest.skip(reason)
 
 
+def require_emulator(name: str) -> None:
+    """`require` what the emulator backend `name` needs: root, and its installed parts."""
+    require(os.geteuid() == 0, f"the {name} backend needs root")
+    if name == "mininet":
+        try:
+            import mininet.net  # noqa: F401
+        except ImportError:
+            require(False, "Mininet is not installed (scripts/setup.d/20-mininet.sh)")
+    if name == "kathara":
+        require(
+            Path("/usr/sbin/dockerd").exists()
+            and Path("/var/lib/netgauge/kathara/rootfs.done").exists(),
+            "Docker and the Kathara base image are missing (scripts/setup.d/50-kathara.sh)",
+        )
+        try:
+            import Kathara  # noqa: F401
+        except ImportError:
+            require(False, "the kathara package is not installed (scripts/setup.d/50-kathara.sh)")
+
+
 @pytest.fixture
 def echo_app():
     """Register the fake echo app for one test."""

@@ -2,7 +2,8 @@
 
 Query i asks for the number `i * 7`; the reply must be that number. Queries whose
 index is in `fail_on` raise EnvironmentFailure when played (an emulator crash), and
-replies of "crash" count calls so tests can kill a run part-way.
+replies of "crash" count calls so tests can kill a run part-way. `ChainedEchoApp` scores
+the same episodes as a chain of tasks, read from each step's evidence.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipeline.core import Outcome, Query, StepResult, StepStatus, Verdict
+from pipeline.core import Outcome, Query, StepResult, StepStatus, TaskStep, Verdict
 from pipeline.errors import EnvironmentFailure
 
 
@@ -95,3 +96,21 @@ class EchoApp:
             return Verdict(Outcome(last.status.value), False, True, safe, last.error)
         ok = last.evidence.get("answer") == query.ground_truth["answer"]
         return Verdict(Outcome.CORRECT if ok else Outcome.WRONG, ok, True, safe)
+
+
+class ChainedEchoApp(EchoApp):
+    """The echo app, its queries holding `tasks` tasks: a step's evidence names the task
+    it worked on ({"task": …, "attempt": …, "solved": …}). A step without one gets no
+    TaskStep, as a broken scorer would."""
+
+    tasks = 3
+
+    def score(self, query: Query, steps: Sequence[StepResult]) -> Verdict:
+        verdict = super().score(query, steps)
+        verdict.step_tasks = [
+            TaskStep(s.evidence["task"], s.evidence["attempt"], s.evidence["solved"])
+            for s in steps
+            if "task" in s.evidence
+        ]
+        verdict.tasks = self.tasks
+        return verdict

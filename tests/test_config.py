@@ -35,7 +35,8 @@ def test_unknown_app_names_the_allowed_values():
     with pytest.raises(
         ConfigError,
         match=r"unknown app 'mat' \(did you mean 'malt'\?\); "
-        r"choose one of: k8s, malt, malt_google, routing",
+        r"choose one of: k8s, malt, malt_google, netllmbench, netllmbench_kathara, "
+        r"routing, routing_kathara",
     ):
         compose(["app=mat"])
 

@@ -51,13 +51,13 @@ def test_dry_run_lists_every_stage(tmp_path):
     stats = job_stats(done.stdout + done.stderr)
     assert stats == {
         "plan": 1,
-        "generate": 9,
-        "run": 18,
-        "score": 18,
+        "generate": 12,
+        "run": 24,
+        "score": 24,
         "summarize": 1,
         "report": 1,
         "sweep": 1,
-        "total": 49,
+        "total": 64,
     }
     assert not (tmp_path / "results").exists()
 
@@ -78,8 +78,8 @@ def test_bad_grid_fails_before_any_work(tmp_path):
     done = snakemake(tmp_path, "-n", "sweep", grid="smok")
     assert done.returncode != 0
     assert (
-        "unknown grid 'smok' (did you mean 'smoke'?); choose one of: default, gpu, llm_smoke, smoke"
-        in (done.stdout + done.stderr)
+        "unknown grid 'smok' (did you mean 'smoke'?); choose one of: "
+        "default, gpu, llm_smoke, smoke, smoke_kathara" in (done.stdout + done.stderr)
     )
 
 
@@ -93,7 +93,7 @@ def test_smoke_sweep_scores_reference_agents(smoke):
     planned = read_plan(data, "smoke")
     n = planned[0].queries
     apps = sorted({c.app for c in planned})
-    assert apps == ["k8s", "malt", "routing"]
+    assert apps == ["k8s", "malt", "netllmbench", "routing"]
     assert rows == [
         (app, agent, lvl, n, correct, 1.0)
         for app in apps
@@ -153,7 +153,8 @@ def test_direct_run_rejects_unknown_app(tmp_path):
     )
     assert done.returncode == 2
     assert (
-        "unknown app 'mat' (did you mean 'malt'?); choose one of: k8s, malt, malt_google, routing"
+        "unknown app 'mat' (did you mean 'malt'?); choose one of: "
+        "k8s, malt, malt_google, netllmbench, netllmbench_kathara, routing, routing_kathara"
         in done.stderr
     )
 

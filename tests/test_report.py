@@ -15,12 +15,13 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
 from analysis.report import build_report
 from analysis.report.data import collect
-from analysis.synthetic import write_calls, write_episodes
+from analysis.synthetic import TASKS, write_episodes, write_task_episodes
 from analysis.views import connect
 from pipeline.build import cell_config
 from pipeline.config import ROOT
@@ -101,8 +102,12 @@ def test_snakemake_report_writes_page_figures_and_tables(smoke_report):
     for name in FIGURES:
         assert f'src="figures/{name}.png"' in page
     assert "grid</b>: smoke" in page
-    # Reference agents only: the NetLLMBench panels say so instead of failing.
-    assert page.count("No data yet: no episodes of a NetLLMBench configuration app") == 2
+    # The smoke grid's netllmbench cells fill NetLLMBench's iterations per task; with
+    # reference agents only, its tokens/s panel says so instead of failing.
+    assert "No data yet: no episodes of a NetLLMBench configuration app" not in page
+    assert page.count("No data yet: no model calls recorded for these apps yet") == 1
+    tasks = (report / "tables" / "iterations_per_task.csv").read_text()
+    assert "netllmbench,host_ip:1," in tasks and "netllmbench,ping:1," in tasks
     cells = len(read_plan(smoke_report, "smoke"))
     assert (report / "tables" / "cells.csv").read_text().count("\n") == 1 + cells
     log = smoke_report / "logs" / "report" / "smoke.log"
@@ -141,6 +146,27 @@ def test_report_opens_in_headless_chromium(smoke_report, tmp_path):
     assert len(np.unique(pixels, axis=0)) > 50  # text, tables and coloured plots, not flat
 
 
+def _per_task_expectation(data_dir: Path) -> dict[tuple[str, str], tuple[int, float, float]]:
+    """(task, agent) -> (n, mean turns, solved share), counted from the raw steps shards
+    in plain Python: the SQL's answer, found without DuckDB."""
+    turns: dict[tuple[str, str, str], int] = {}
+    solved: dict[tuple[str, str, str], bool] = {}
+    for path in (data_dir / "results" / "steps").glob("app=netllmbench/**/*.parquet"):
+        for row in pq.read_table(path).to_pylist():
+            key = (row["task"], row["agent"], row["query_id"])
+            turns[key] = turns.get(key, 0) + 1
+            solved[key] = solved.get(key, False) or row["task_solved"]
+    out: dict[tuple[str, str], tuple[int, float, float]] = {}
+    for task, agent in {(t, a) for t, a, _ in turns}:
+        keys = [k for k in turns if k[:2] == (task, agent)]
+        out[(task, agent)] = (
+            len(keys),
+            sum(turns[k] for k in keys) / len(keys),
+            sum(solved[k] for k in keys) / len(keys),
+        )
+    return out
+
+
 def test_report_with_spread_and_task_app(tmp_path):
     write_episodes(
         tmp_path,
@@ -149,21 +175,37 @@ def test_report_with_spread_and_task_app(tmp_path):
         levels=(1, 2),
         queries=60,
     )
-    cells = write_episodes(
-        tmp_path,
-        {("m1", "react"): 0.8, ("none", "oracle"): 1.0},
-        app="netllmbench",
-        levels=(1,),
-        queries=18,
-        max_turns=3,
-        seed=1,
+    write_task_episodes(
+        tmp_path, {("m1", "react"): 0.8, ("none", "oracle"): 1.0}, queries=18, seed=1
     )
-    write_calls(tmp_path, [c for c in cells if c.model != "none"])
     data = collect(connect(tmp_path), study_reps=50, progress=False)
     assert data.task_apps == ["netllmbench"]
     assert data.iterations is not None and data.iterations_missing is None
-    assert set(data.iterations["agent"]) == {"react", "oracle"}
-    assert data.throughput is not None and len(data.throughput) == 18 * 2
+
+    # Chained tasks: every query holds all nine, and the react agent needed retries.
+    expected = _per_task_expectation(tmp_path)
+    assert {task for task, _ in expected} == set(TASKS)
+    react = [v for (_, agent), v in expected.items() if agent == "react"]
+    assert max(mean for _, mean, _ in react) > 1.3 and min(rate for *_, rate in react) < 1
+    got = data.iterations.set_index(["task", "agent"])
+    assert len(got) == len(expected) == 2 * len(TASKS)
+    for (task, agent), (n, mean, rate) in expected.items():
+        row = got.loc[(task, agent)]
+        assert row["n"] == n == 18
+        assert row["mean_iterations"] == pytest.approx(mean)
+        assert row["solved_rate"] == pytest.approx(rate)
+    assert (got.xs("oracle", level="agent")["mean_iterations"] == 1.0).all()
+
+    # One row per model call of the react agent (the oracle makes none), with the
+    # outcome of the attempt it served.
+    shards = (tmp_path / "results" / "calls").glob("app=netllmbench/**/*.parquet")
+    calls = sum(pq.read_metadata(path).num_rows for path in shards)
+    throughput = data.throughput
+    assert throughput is not None and len(throughput) == calls > 18 * len(TASKS)
+    assert set(throughput["agent"]) == {"react"}
+    assert set(throughput["attempt"]) == {1, 2, 3}
+    assert {"solved", "not solved"} <= set(throughput["outcome"])
+    assert (throughput.loc[throughput["attempt"] == 3, "outcome"] != "solved").any()
     assert {s.app for s in data.studies} == {"malt", "netllmbench"}
     assert len(data.paired) == 3 + 1  # three malt agents pair up thrice, netllmbench once
 

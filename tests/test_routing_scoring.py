@@ -9,10 +9,11 @@ import pytest
 
 from emulators.base import Reachability
 from emulators.netcmd.policy import check
+from emulators.netcmd.reply import Command, parse_reply
 from generators.routing.config import LevelSize, RoutingConfig, validate_config
 from generators.routing.faults import DRAW, TYPES, Fault
 from generators.routing.generator import PAIRS, draw
-from generators.routing.prompt import Command, build_prompt, parse_reply
+from generators.routing.prompt import build_prompt
 from generators.routing.scoring import score
 from generators.routing.topology import RoutingTopology
 from pipeline.core import Outcome, Query, StepResult, StepStatus

@@ -34,7 +34,8 @@ def test_unknown_app_exits_2_with_the_allowed_values(tmp_path, capsys):
     )
     assert code == 2
     assert (
-        "unknown app 'mat' (did you mean 'malt'?); choose one of: k8s, malt, malt_google, routing"
+        "unknown app 'mat' (did you mean 'malt'?); choose one of: "
+        "k8s, malt, malt_google, netllmbench, netllmbench_kathara, routing, routing_kathara"
         in capsys.readouterr().err
     )
 

@@ -37,9 +37,9 @@ class ReportData:
     studies: list[Study] = field(default_factory=list)
     study_notes: list[str] = field(default_factory=list)  # apps whose study could not run
     task_apps: list[str] = field(default_factory=list)
-    iterations: pd.DataFrame | None = None
+    iterations: pd.DataFrame | None = None  # per app, task and agent (from `steps`)
     iterations_missing: str | None = None
-    throughput: pd.DataFrame | None = None
+    throughput: pd.DataFrame | None = None  # per model call, with its task attempt's outcome
     throughput_missing: str | None = None
 
     @property
@@ -86,7 +86,7 @@ def collect(
     params = {"apps": data.task_apps}
     where = cell_filter(cells)
     data.iterations, data.iterations_missing = _nonempty(
-        *ask_or_none(con, "iterations_per_task", params, where=where), "no episodes"
+        *ask_or_none(con, "iterations_per_task", params, where=where), "no steps"
     )
     data.throughput, data.throughput_missing = _nonempty(
         *ask_or_none(con, "call_throughput", params, where=where), "no model calls recorded"

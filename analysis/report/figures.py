@@ -33,6 +33,10 @@ OUTCOME_COLOURS = {
     "env_error": "#17becf",
 }
 
+# A task attempt's outcome (`call_throughput`): solved or not; a failed action keeps the
+# colour of its status in OUTCOME_COLOURS.
+ATTEMPT_COLOURS = {"solved": OUTCOME_COLOURS["correct"], "not solved": OUTCOME_COLOURS["wrong"]}
+
 
 def label(model: str, agent: str) -> str:
     return agent if model == "none" else f"{agent} · {model}"
@@ -322,7 +326,8 @@ def iterations_per_task(frame: pd.DataFrame | None, reason: str | None, path: Pa
 
 
 def tokens_per_s(frame: pd.DataFrame | None, reason: str | None, path: Path) -> Path:
-    """NetLLMBench's Fig. 4: tokens/s of every task attempt (model call), by outcome."""
+    """NetLLMBench's Fig. 4: tokens/s of every model call, per task and attempt (attempts
+    side by side within a task), coloured by the attempt's outcome (`call_throughput`)."""
     title = "Tokens/s per task attempt, coloured by outcome"
     if frame is None:
         return no_data(path, title, reason or "no data")
@@ -333,19 +338,30 @@ def tokens_per_s(frame: pd.DataFrame | None, reason: str | None, path: Path) -> 
         part = frame[frame["app"] == app]
         tasks = sorted(part["task"].unique())
         pos = {t: i for i, t in enumerate(tasks)}
-        for outcome, rows in part.groupby("outcome", sort=True):
-            x = rows["task"].map(pos).to_numpy() + rng.uniform(-0.25, 0.25, len(rows))
+        attempts = int(part["attempt"].max())
+        slot = 0.7 / attempts  # each attempt its own strip inside the task's slot
+        for outcome in sorted(part["outcome"].unique(), key=_attempt_order):
+            rows = part[part["outcome"] == outcome]
+            offset = (rows["attempt"].to_numpy() - (attempts + 1) / 2) * slot
+            jitter = rng.uniform(-0.35, 0.35, len(rows)) * slot
             ax.scatter(
-                x,
+                rows["task"].map(pos).to_numpy() + offset + jitter,
                 rows["tokens_per_s"],
                 s=14,
                 alpha=0.75,
                 label=outcome,
-                color=OUTCOME_COLOURS.get(str(outcome), "#bbbbbb"),
+                color=ATTEMPT_COLOURS.get(outcome, OUTCOME_COLOURS.get(outcome, "#bbbbbb")),
             )
         ax.set_xticks(np.arange(len(tasks)), tasks, rotation=20, ha="right", fontsize=8)
         ax.set_ylabel("completion tokens / s")
-        ax.set_title(f"{app}: {title}")
+        order = f"\n(attempts 1–{attempts} left to right within a task)" if attempts > 1 else ""
+        ax.set_title(f"{app}: {title}{order}")
         _legend_below(ax)
         ax.grid(axis="y", alpha=0.3)
     return _save(fig, path)
+
+
+def _attempt_order(outcome: str) -> tuple[int, str]:
+    """solved, not solved, then the failure statuses: the legend's order."""
+    order = list(ATTEMPT_COLOURS)
+    return (order.index(outcome) if outcome in order else len(order), outcome)

@@ -217,6 +217,10 @@ def render(data: ReportData, files: Mapping[str, Path], meta: Mapping[str, str])
         "<h2>Outcomes</h2>",
         _figure("outcomes", "How episodes ended", files),
         "<h2>NetLLMBench configuration tasks</h2>",
+        "<p>A query chains several tasks, each tried up to a few times. Iterations are the "
+        "turns spent on a task (solved or not); an attempt is <i>solved</i> when it left "
+        "its task complete, <i>not solved</i> when its action ran but the task is still "
+        "incomplete, else it carries the action's failure.</p>",
         _figure("iterations", "Iterations per task", files, data.iterations_missing),
         _figure(
             "tokens_per_s", "Tokens/s per task attempt by outcome", files, data.throughput_missing

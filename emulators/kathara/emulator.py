@@ -11,9 +11,10 @@ dead instance are found.
 Commands, configuration, state dumps and probes run in the device's network namespace
 from the host (`nsenter --net`), as Mininet's do in its nodes: a non-privileged
 container may not write /proc/sys (sysctl faults are injected this way), and a host
-process can be killed at a timeout or output cap, which `docker exec` cannot. The
-snapshot / reset / reachability logic is Mininet's (emulators/mininet/state.py), shared
-by subclassing; only build, run, the script runner and the teardown differ.
+process can be killed at a timeout or output cap, which `docker exec` cannot.
+Configuration, reachability, snapshot and reset are NamespaceEmulator's
+(emulators/namespaced.py), as for Mininet; build, the script runner (nsexec.py) and the
+teardown are Kathará's.
 """
 
 from __future__ import annotations
@@ -21,17 +22,15 @@ from __future__ import annotations
 import logging
 import os
 import shlex
-import shutil
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Self
 
 from emulators.base import CommandResult, Lab
+from emulators.instances import dead_prefixes
 from emulators.kathara import daemon, nsexec
-from emulators.mininet import instances
-from emulators.mininet.emulator import MininetEmulator
+from emulators.namespaced import SCRIPT_TIMEOUT_S, NamespaceEmulator
 from pipeline.errors import EnvironmentFailure
 
 log = logging.getLogger(__name__)
@@ -73,7 +72,7 @@ def lab_hash(prefix: str) -> str:
     return utils.generate_urlsafe_hash(prefix)
 
 
-class KatharaEmulator(MininetEmulator):
+class KatharaEmulator(NamespaceEmulator):
     """One lab on Kathará; see the module docstring. Use as a context manager."""
 
     backend = "kathara"
@@ -89,7 +88,6 @@ class KatharaEmulator(MininetEmulator):
             probe_timeout_ms=probe_timeout_ms, probe_retries=probe_retries, state_dir=state_dir
         )
         self._daemon: daemon.Daemon | None = None
-        self._klab: Any = None
         self.timings: dict[str, float] = {}
 
     def __enter__(self) -> Self:
@@ -101,21 +99,8 @@ class KatharaEmulator(MininetEmulator):
             raise
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-    # -- lifecycle ---------------------------------------------------------------------
     def build(self, lab: Lab) -> None:
-        if self._instance is None or self._daemon is None:
-            raise EnvironmentFailure("KatharaEmulator.build() called outside its `with` block")
-        if self._net is not None:
-            raise EnvironmentFailure(f"{self.prefix} already runs a lab; stop() it first")
-        lab.validate()
+        self._may_build(lab)
         self.lab = lab
         started = time.perf_counter()
         try:
@@ -127,7 +112,7 @@ class KatharaEmulator(MininetEmulator):
                 klab.new_machine(device.name, image=daemon.IMAGE)
                 for k, intf in enumerate(device.interfaces):
                     klab.connect_machine_to_link(device.name, intf.domain, machine_iface_number=k)
-            self._klab = self._net = klab
+            self._net = klab
             manager.deploy_lab(klab)
             for device in lab.devices:
                 container = manager.get_machine_api_object(device.name, lab=klab)
@@ -160,26 +145,20 @@ class KatharaEmulator(MininetEmulator):
                 raise EnvironmentFailure(f"renaming the interfaces of {device}: {out[:300]}")
 
     def _shell(
-        self, scripts: dict[str, str], timeout_s: float = 30.0
+        self, scripts: dict[str, str], timeout_s: float = SCRIPT_TIMEOUT_S
     ) -> dict[str, tuple[int, str]]:
         return nsexec.run_scripts(self._nodes, scripts, self._scripts, timeout_s)
 
-    def run(
-        self, device: str, argv: Sequence[str], *, timeout_s: float = 5.0, output_bytes: int = 65536
+    def _run_capped(
+        self, device: str, argv: Sequence[str], *, timeout_s: float, output_bytes: int
     ) -> CommandResult:
-        lab = self._running()
-        if device not in self._nodes:
-            raise EnvironmentFailure(f"lab {lab.name} has no device {device!r}")
-        if not argv:
-            raise ValueError("run() needs a non-empty argv")
-        self._dirty.add(device)
         return nsexec.run_capped(
             self._nodes[device], argv, timeout_s=timeout_s, output_bytes=output_bytes
         )
 
     def stop(self) -> None:
         """Undeploy the lab, release the prefix and our use of the daemon; idempotent."""
-        klab, self._klab, self._net = self._klab, None, None
+        klab, self._net = self._net, None
         if klab is not None:
             started = time.perf_counter()
             try:
@@ -188,14 +167,7 @@ class KatharaEmulator(MininetEmulator):
                 log.warning("undeploying %s: %s; removing by label", self.prefix, err)
             _remove_by_hash(lab_hash(self.prefix))
             self.timings["undeploy_s"] = time.perf_counter() - started
-        self._nodes.clear()
-        self._healthy.clear()
-        self._dirty.clear()
-        self.lab = None
-        if self._instance is not None:
-            shutil.rmtree(self._scripts, ignore_errors=True)
-            self._instance.release()
-            self._instance = None
+        self._forget()
         dmn, self._daemon = self._daemon, None
         if dmn is not None:
             dmn.close()
@@ -205,7 +177,7 @@ class KatharaEmulator(MininetEmulator):
         """Remove the containers and networks of prefixes whose lock nobody holds, then
         stop our daemon if nobody uses it."""
         removed = []
-        for prefix in instances.dead_prefixes(Path(state_dir)):
+        for prefix in dead_prefixes(Path(state_dir)):
             gone = _remove_by_hash(lab_hash(prefix)) if daemon.answering() else []
             removed.append(f"{prefix}: {len(gone)} container(s)/network(s)")
         if daemon.RUN_DIR.is_dir() and daemon.answering():

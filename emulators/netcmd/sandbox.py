@@ -57,7 +57,7 @@ class CommandSandbox:
     def run(self, machine: str, command: str) -> SandboxResult:
         if machine not in self.machines:
             if machine in self.switches:
-                why = f"{machine} is a switch (a Linux bridge); run commands on r0 or a host"
+                why = f"{machine} is a switch (a Linux bridge); run commands on a router or a host"
             else:
                 why = f"there is no machine {machine!r}; machines: {', '.join(self.machines)}"
             return SandboxResult(Status.REJECTED, machine, command, reason=why, output=why)

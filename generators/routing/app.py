@@ -10,6 +10,7 @@ import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from emulators.netcmd.reply import Command, CommandReplyFormat
 from generators.routing import APP_VERSION, scoring
 from generators.routing.config import RoutingConfig, validate_config
 from generators.routing.environment import RoutingEnvironment
@@ -17,12 +18,27 @@ from generators.routing.generator import RoutingQueryGenerator
 from pipeline.core import Query, StepResult, Verdict
 
 IDLE_COMMAND = {"machine": "r0", "command": "ip -br addr"}  # after the fixes: look, change nothing
+# Situations in the style of the app's observations, answered the way we would answer them.
+FEW_SHOT: tuple[tuple[str, str], ...] = (
+    (
+        "h1_1 cannot ping any machine of subnet s2; r0 can ping everyone.\n"
+        "*** Results: 33% dropped (8/12 received)",
+        '{"machine": "r0", "command": "ip route show"}',
+    ),
+    (
+        "r0$ ip route show\n10.0.1.0/24 dev r0-eth1 proto kernel scope link src 10.0.1.1\n"
+        "(no route for 10.0.2.0/24; r0-eth2 is DOWN)",
+        '{"machine": "r0", "command": "ip link set r0-eth2 up"}',
+    ),
+)
 
 
 class RoutingApp:
     """Generator, environment, oracle and scorer of the routing app, versioned together."""
 
     version = APP_VERSION
+    reply_format = CommandReplyFormat(Command("r0", "ip route show"))
+    few_shot = FEW_SHOT
 
     def __init__(
         self, cfg: RoutingConfig, cache_dir: Path | None = None, shared_data_dir: Path | None = None

@@ -16,9 +16,10 @@ import threading
 import time
 from typing import Any
 
+from emulators.pool import LabPool
 from generators.routing.app import RoutingApp
 from generators.routing.config import LevelSize, RoutingConfig
-from generators.routing.environment import RoutingEnvironment, TopologyPool, inject
+from generators.routing.environment import RoutingEnvironment, inject
 from generators.routing.faults import DRAW, TYPES
 from generators.routing.topology import RoutingTopology
 from pipeline.core import Query
@@ -27,7 +28,7 @@ from pipeline.core import Query
 def bench_reset(repeats: int = 12) -> dict[str, float]:
     """Reset after each fault type (seeded variants) and healthy / faulty reachability, 4x4."""
     topo = RoutingTopology(4, 4)
-    pool = TopologyPool(RoutingConfig())
+    pool = LabPool.from_config(RoutingConfig())
     try:
         started = time.perf_counter()
         emu, _ = pool.get(topo)

@@ -7,11 +7,9 @@ ConfigError message can be pasted straight into a Hydra override.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
+from emulators.pool import CommandConfig, ProbeConfig, int_in, validate_pool_config
 from pipeline.errors import ConfigError
-
-EMULATORS = ("mininet",)
 
 
 @dataclass
@@ -25,23 +23,11 @@ def _default_sizes() -> list[LevelSize]:
 
 
 @dataclass
-class ProbeConfig:
-    timeout_ms: int = 250  # fping's wait for a reply, per try
-    retries: int = 1  # fping retries to a silent target before calling it unreachable
-
-
-@dataclass
-class CommandConfig:
-    timeout_s: float = 5.0  # wall-clock limit of one agent command
-    output_bytes: int = 8192  # output kept and shown; the command is stopped past it
-
-
-@dataclass
 class RoutingConfig:
     name: str = "routing"  # cell key: the conf/app/*.yaml stem
     kind: str = "routing"  # implementation in the app registry
     max_turns: int = 10  # agent commands per query
-    emulator: str = "mininet"  # backend running the labs
+    emulator: str = "mininet"  # backend running the labs: mininet | kathara
     sizes: list[LevelSize] = field(default_factory=_default_sizes)  # per level 1, 2, 3
     probe: ProbeConfig = field(default_factory=ProbeConfig)
     command: CommandConfig = field(default_factory=CommandConfig)
@@ -52,20 +38,10 @@ class RoutingConfig:
         validate_config(self)
 
 
-def _int_in(value: Any, key: str, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ConfigError(f"{key} must be an integer from {low} to {high}, got {value!r}")
-    return value
-
-
 def validate_config(cfg: RoutingConfig, prefix: str = "app") -> None:
     if not isinstance(cfg.name, str) or not cfg.name:
         raise ConfigError(f"{prefix}.name must be a non-empty string, got {cfg.name!r}")
-    _int_in(cfg.max_turns, f"{prefix}.max_turns", 1, 100)
-    if cfg.emulator not in EMULATORS:
-        raise ConfigError(
-            f"{prefix}.emulator must be one of {list(EMULATORS)}, got {cfg.emulator!r}"
-        )
+    int_in(cfg.max_turns, f"{prefix}.max_turns", 1, 100)
     if len(cfg.sizes) != 3:
         raise ConfigError(f"{prefix}.sizes must list 3 levels, got {len(cfg.sizes)}")
     for level, size in enumerate(cfg.sizes, 1):
@@ -74,13 +50,7 @@ def validate_config(cfg: RoutingConfig, prefix: str = "app") -> None:
             where = f"{prefix}.sizes[{level - 1}].{key}"
             if len(pair) != 2:
                 raise ConfigError(f"{where} must be [min, max], got {pair!r}")
-            lo, hi = (_int_in(v, where, low, high) for v in pair)
+            lo, hi = (int_in(v, where, low, high) for v in pair)
             if lo > hi:
                 raise ConfigError(f"{where}: min {lo} exceeds max {hi}")
-    _int_in(cfg.probe.timeout_ms, f"{prefix}.probe.timeout_ms", 20, 5000)
-    _int_in(cfg.probe.retries, f"{prefix}.probe.retries", 0, 5)
-    timeout = cfg.command.timeout_s
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout <= 60:
-        raise ConfigError(f"{prefix}.command.timeout_s must be in (0, 60], got {timeout!r}")
-    _int_in(cfg.command.output_bytes, f"{prefix}.command.output_bytes", 256, 1 << 20)
-    _int_in(cfg.max_live_topologies, f"{prefix}.max_live_topologies", 1, 16)
+    validate_pool_config(cfg, prefix)

@@ -1,9 +1,7 @@
-"""Running routing labs: a pool of live topologies, fault injection, and the episode.
+"""Running routing labs: fault injection and the episode.
 
-`TopologyPool` keeps up to `max_live` labs running (least recently used goes first);
-`get` returns one in its healthy state: reset (verified) if it was used, rebuilt if the
-reset fails. `RoutingEnvironment` is the app's Environment: one pool, one thread, its
-own instance prefixes, so several environments run side by side. `RoutingEpisode`
+`RoutingEnvironment` is the app's Environment: one pool of live labs (emulators/pool.py),
+one thread, its own instance prefixes, so several environments run side by side. `RoutingEpisode`
 turns each reply into one sandboxed command and records the reachability before and
 after it as the step's evidence.
 """
@@ -12,17 +10,17 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from types import TracebackType
 from typing import Any
 
 from emulators.base import Emulator, Reachability
+from emulators.netcmd.reply import REPLY_FORMAT, Command, parse_reply
 from emulators.netcmd.sandbox import CommandSandbox, SandboxResult, Status
+from emulators.pool import LabPool
 from generators.routing.config import RoutingConfig
 from generators.routing.faults import Fault
-from generators.routing.prompt import REPLY_FORMAT, Command, parse_reply
 from generators.routing.topology import RoutingTopology
 from pipeline.core import Query, StepResult, StepStatus
 from pipeline.errors import EnvironmentFailure
@@ -35,72 +33,6 @@ STATUS = {
     Status.TIMEOUT: StepStatus.TIMEOUT,
     Status.OUTPUT_LIMIT: StepStatus.RESOURCE_LIMIT,
 }
-
-
-def make_emulator(cfg: RoutingConfig) -> Emulator:
-    from emulators.base import EMULATORS
-
-    backend = EMULATORS.load(cfg.emulator)
-    return backend(probe_timeout_ms=cfg.probe.timeout_ms, probe_retries=cfg.probe.retries)
-
-
-class TopologyPool:
-    """Live labs by topology name, each with a command sandbox; used from one thread."""
-
-    def __init__(self, cfg: RoutingConfig, factory: Callable[[], Emulator] | None = None) -> None:
-        self.cfg = cfg
-        self._factory = factory or (lambda: make_emulator(cfg))
-        self._live: OrderedDict[str, tuple[Emulator, CommandSandbox]] = OrderedDict()
-        self.builds = 0
-        self.resets: list[float] = []
-
-    def get(self, topo: RoutingTopology) -> tuple[Emulator, CommandSandbox]:
-        """The lab of `topo`, healthy and verified."""
-        live = self._live.pop(topo.name, None)
-        if live is not None:
-            try:
-                self.resets.append(live[0].reset())
-            except EnvironmentFailure as err:
-                log.warning("rebuilding %s: %s", topo.name, err)
-                live[0].stop()
-                live = None
-        if live is None:
-            while len(self._live) >= self.cfg.max_live_topologies:
-                _, (old, _) = self._live.popitem(last=False)
-                old.stop()
-            live = self._build(topo)
-        self._live[topo.name] = live
-        return live
-
-    def _build(self, topo: RoutingTopology) -> tuple[Emulator, CommandSandbox]:
-        emu = self._factory()
-        emu.__enter__()
-        try:
-            emu.build(topo.lab())
-            emu.snapshot()
-            healthy = emu.reachability()
-            if not healthy.full:
-                raise EnvironmentFailure(
-                    f"{topo.name} is not fully reachable right after it was built: "
-                    f"{len(healthy.failed)} pairs fail, e.g. {healthy.failed[:3]}"
-                )
-        except BaseException:
-            emu.stop()
-            raise
-        self.builds += 1
-        sandbox = CommandSandbox(
-            emu,
-            topo.machines,
-            timeout_s=self.cfg.command.timeout_s,
-            output_bytes=self.cfg.command.output_bytes,
-            switches=topo.switches,
-        )
-        return emu, sandbox
-
-    def close(self) -> None:
-        while self._live:
-            _, (emu, _) = self._live.popitem()
-            emu.stop()
 
 
 def inject(emu: Emulator, faults: list[Fault]) -> None:
@@ -200,7 +132,7 @@ class RoutingEnvironment:
 
     def __init__(self, cfg: RoutingConfig) -> None:
         self.cfg = cfg
-        self.pool: TopologyPool | None = None
+        self.pool: LabPool | None = None
 
     def __enter__(self) -> RoutingEnvironment:
         from emulators.base import EMULATORS
@@ -208,7 +140,7 @@ class RoutingEnvironment:
         removed = EMULATORS.load(self.cfg.emulator).cleanup_stale()
         if removed:
             log.warning("removed leftovers of dead runs: %s", "; ".join(removed))
-        self.pool = TopologyPool(self.cfg)
+        self.pool = LabPool.from_config(self.cfg)
         return self
 
     def __exit__(

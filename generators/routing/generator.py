@@ -23,9 +23,10 @@ from typing import Any
 
 from emulators.base import Emulator
 from emulators.netcmd.sandbox import CommandSandbox, Status
+from emulators.pool import LabPool
 from generators.routing import APP_VERSION
 from generators.routing.config import RoutingConfig
-from generators.routing.environment import TopologyPool, inject
+from generators.routing.environment import inject
 from generators.routing.faults import DRAW, TYPES, Fault
 from generators.routing.prompt import build_prompt
 from generators.routing.topology import RoutingTopology
@@ -83,7 +84,7 @@ def _fix(sandbox: CommandSandbox, emu: Emulator, faults: list[Fault]) -> list[di
 
 
 def validate(
-    pool: TopologyPool, topo: RoutingTopology, faults: list[Fault]
+    pool: LabPool, topo: RoutingTopology, faults: list[Fault]
 ) -> tuple[list[dict[str, str]], list[Fault]] | str:
     """(the oracle's commands, faults in fixing order) if the draw is valid, else why not."""
     emu, sandbox = pool.get(topo)
@@ -120,14 +121,14 @@ class RoutingQueryGenerator:
         from emulators.base import EMULATORS
 
         EMULATORS.load(self.cfg.emulator).cleanup_stale()
-        pool = TopologyPool(self.cfg)
+        pool = LabPool.from_config(self.cfg)
         try:
             for index in range(count):
                 yield self._one(pool, level, seed, index)
         finally:
             pool.close()
 
-    def _one(self, pool: TopologyPool, level: int, seed: int, index: int) -> Query:
+    def _one(self, pool: LabPool, level: int, seed: int, index: int) -> Query:
         rng = random.Random(f"{seed}:{level}:{index}")
         reasons = []
         for _ in range(MAX_DRAWS):
@@ -170,7 +171,7 @@ class RoutingQueryGenerator:
             level=level,
             seed=seed,
             index=index,
-            prompt=build_prompt(topo, self.cfg.max_turns),
+            prompt=build_prompt(topo, self.cfg.max_turns, self.cfg.emulator),
             answer_type="reachability",
             operation="+".join(sorted(f.type for f in faults)),
             ground_truth=truth,

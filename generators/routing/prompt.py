@@ -1,34 +1,22 @@
 """What the agent reads: the task prompt, the reply format, and how replies are parsed.
 
-A reply is one JSON object {"machine": ..., "command": ...}; the first JSON object in
-the reply text counts (code fences and prose around it are fine).
+A reply is one JSON object {"machine": ..., "command": ...} (emulators/netcmd/reply.py).
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
-
+from emulators.base import BACKEND_NAMES
+from emulators.netcmd.reply import REPLY_FORMAT
 from emulators.netcmd.tools import RULES
 from generators.routing.topology import RoutingTopology
 
-REPLY_FORMAT = (
-    'Reply with exactly one JSON object per turn: {"machine": "<r0 or a host name>", '
-    '"command": "<one command>"}.'
-)
 
-
-@dataclass(frozen=True)
-class Command:
-    machine: str
-    command: str
-
-
-def build_prompt(topo: RoutingTopology, max_turns: int) -> str:
+def build_prompt(topo: RoutingTopology, max_turns: int, emulator: str = "mininet") -> str:
     tools = ", ".join(RULES)
     return "\n".join(
         [
-            "You are the network operator of a small IP network emulated with Mininet.",
+            "You are the network operator of a small IP network emulated with "
+            f"{BACKEND_NAMES.get(emulator, emulator)}.",
             "",
             topo.describe(),
             "",
@@ -45,26 +33,3 @@ def build_prompt(topo: RoutingTopology, max_turns: int) -> str:
             "turns; the task ends as soon as every pair can ping. Do not break what works.",
         ]
     )
-
-
-def parse_reply(text: str) -> Command | str:
-    """The reply's command, or the reason there is none (shown to the agent)."""
-    decoder = json.JSONDecoder()
-    start = text.find("{")
-    while start != -1:
-        try:
-            value, _ = decoder.raw_decode(text, start)
-        except json.JSONDecodeError:
-            start = text.find("{", start + 1)
-            continue
-        if isinstance(value, dict):
-            break
-        start = text.find("{", start + 1)
-    else:
-        return f"the reply holds no JSON object. {REPLY_FORMAT}"
-    machine, command = value.get("machine"), value.get("command")
-    if not isinstance(machine, str) or not machine.strip():
-        return f'the JSON object has no "machine" string. {REPLY_FORMAT}'
-    if not isinstance(command, str) or not command.strip():
-        return f'the JSON object has no "command" string. {REPLY_FORMAT}'
-    return Command(machine.strip(), command.strip())

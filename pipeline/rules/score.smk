@@ -2,7 +2,7 @@
 
 
 rule score:
-    """Score one cell: write its episodes and steps shards."""
+    """Score one cell: write its episodes, steps and calls shards."""
     input:
         queries=NG.pattern("queries"),
         transcripts=NG.pattern("transcripts"),

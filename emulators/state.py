@@ -1,11 +1,12 @@
-"""The network state of one node: dumped in one run, compared, and restored by script.
+"""The network state of one device: dumped in one run, compared, and restored by script.
 
-A dump is one line of shell (`dump_script`) run in the node; it is parsed into
-sections: `link` (admin state, MTU, MAC, ARP and promiscuous flags per interface),
-`addr` (IPv4 addresses), `route` (IPv4 routes of every table), `rule` (IPv4 policy
-rules), `qdisc`, `iptables` (every non-empty table, counters dropped) and `sysctl`
+Backend-neutral: NamespaceEmulator (namespaced.py) runs these scripts in a device's
+network namespace, whatever runs it. A dump is one line of shell (`dump_script`); it is
+parsed into sections: `link` (admin state, MTU, MAC, ARP and promiscuous flags per
+interface), `addr` (IPv4 addresses), `route` (IPv4 routes of every table), `rule` (IPv4
+policy rules), `qdisc`, `iptables` (every non-empty table, counters dropped) and `sysctl`
 (every readable file under /proc/sys/net except the volatile ones). Neighbour tables and
-the route cache are not state: `FLUSH_SCRIPT` empties them on every node at each reset.
+the route cache are not state: `FLUSH_SCRIPT` empties them on every device at each reset.
 """
 
 from __future__ import annotations
@@ -188,7 +189,8 @@ def restore_script(healthy: State, current: State) -> str:
         if current["link"].get(name) != want:
             cmds.append(_link_cmd(name, want))
     addr_changed = False
-    for name, want in healthy["addr"].items():
+    for name in sorted(healthy["addr"].keys() | current["addr"].keys()):
+        want = healthy["addr"].get(name, [])
         if current["addr"].get(name, []) != want:
             addr_changed = True
             cmds.append(f"ip -4 addr flush dev {shlex.quote(name)}")

@@ -1,0 +1,160 @@
+"""Seeded NetLLMBench queries, each validated on a live lab when generated.
+
+Query i of (level, seed) is drawn with `random.Random(f"{seed}:{level}:{i}")` alone, so
+n queries are a prefix of any larger set with the same arguments. A draw picks the lab
+(lab.draw_network, sized per level from the config), the ping's source and target (on
+different switches; behind different routers when there are two), and a task order that
+respects the dependencies (tasks.order).
+
+  L1  one task of a paper-sized chain, on a lab prepared up to that task;
+  L2  the whole chain (NetLLMBench's nine tasks when the lab has three hosts); with
+      `paper_lab_first`, query 0 is NetLLMBench's own lab in its own order;
+  L3  the chain on a larger lab with two routers and static routes between them.
+
+Validation plays the oracle through the command sandbox on a live lab, as the episode
+would: each played task must not hold before its command (so a null agent fails), its
+command must run cleanly and complete it, and no command may undo an earlier task.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+from collections.abc import Iterator
+from typing import Any
+
+from emulators.netcmd.sandbox import Status
+from emulators.pool import LabPool
+from generators.netllmbench import APP_VERSION
+from generators.netllmbench.config import NetLLMBenchConfig
+from generators.netllmbench.environment import TaskChain, prepare, query_tasks
+from generators.netllmbench.lab import Network, Size, draw_network, paper_network
+from generators.netllmbench.prompt import build_prompt
+from generators.netllmbench.tasks import Task, order, tasks_of
+from pipeline.core import Query
+from pipeline.errors import ConfigError, EnvironmentFailure, NetGaugeError
+
+LEVELS = (1, 2, 3)
+MAX_DRAWS = 10
+PAPER_PING = ("h3", "h2")  # NetLLMBench pings H2 from H3
+
+log = logging.getLogger(__name__)
+
+
+class QueryGenerationError(NetGaugeError):
+    """No valid query could be drawn in MAX_DRAWS tries."""
+
+
+def ping_pair(net: Network, rng: random.Random) -> tuple[str, str]:
+    """A source and a target host on different switches (behind different routers when
+    there are two)."""
+    switch = {h: net.port(h).switch for h in net.hosts}
+    router = {h: net.router_on(switch[h]).device for h in net.hosts}
+    far = len(net.routers) > 1
+    pairs = [
+        (a, b)
+        for a in net.hosts
+        for b in net.hosts
+        if switch[a] != switch[b] and (not far or router[a] != router[b])
+    ]
+    return rng.choice(pairs)
+
+
+def draw(
+    cfg: NetLLMBenchConfig, level: int, index: int, rng: random.Random
+) -> tuple[Network, list[Task], int]:
+    """(lab, every task in playing order, how many are prepared before the agent starts)."""
+    if level == 2 and index == 0 and cfg.paper_lab_first:
+        net = paper_network()
+        return net, tasks_of(net, PAPER_PING), 0
+    spec = cfg.sizes[level - 1]
+    switches = rng.randint(*spec.switches)
+    size = Size(spec.routers, switches, rng.randint(max(spec.hosts[0], switches), spec.hosts[1]))
+    net = draw_network(rng, size)
+    tasks = order(tasks_of(net, ping_pair(net, rng)), rng)
+    return net, tasks, rng.randrange(len(tasks)) if level == 1 else 0
+
+
+def validate(pool: LabPool, cfg: NetLLMBenchConfig, query: Query) -> str | None:
+    """Play the oracle on a live lab; None if the query is valid, else why not."""
+    net, prepared, tasks = query_tasks(query)
+    emu, sandbox = pool.get(net)
+    prepare(emu, prepared)
+    chain = TaskChain(query, emu, sandbox, net, prepared, tasks, cfg)
+    for turn, command in enumerate(query.ground_truth["oracle"], 1):
+        step = chain.step(json.dumps(command))
+        ev = step.evidence
+        if ev.get("sandbox") != Status.OK or not ev["solved"] or ev["broken"]:
+            return (
+                f"oracle turn {turn} ({ev['task']}: `{command['command']}` on "
+                f"{command['machine']}): sandbox {ev.get('sandbox')}, solved {ev['solved']}, "
+                f"undid {ev['broken']}: {step.output[:200]}"
+            )
+    return None
+
+
+class NetLLMBenchQueryGenerator:
+    """Draws and validates queries; owns the labs it validates on until closed."""
+
+    def __init__(self, cfg: NetLLMBenchConfig, app_name: str = "netllmbench") -> None:
+        self.cfg = cfg
+        self.app_name = app_name
+
+    def generate(self, level: int, seed: int, count: int) -> Iterator[Query]:
+        if level not in LEVELS:
+            raise ConfigError(
+                f"level={level} is not defined for netllmbench; choose one of {LEVELS}"
+            )
+        from emulators.base import EMULATORS
+
+        EMULATORS.load(self.cfg.emulator).cleanup_stale()
+        pool = LabPool.from_config(self.cfg)
+        try:
+            for index in range(count):
+                yield self._one(pool, level, seed, index)
+        finally:
+            pool.close()
+
+    def _one(self, pool: LabPool, level: int, seed: int, index: int) -> Query:
+        rng = random.Random(f"{seed}:{level}:{index}")
+        reasons = []
+        for _ in range(MAX_DRAWS):
+            net, tasks, first = draw(self.cfg, level, index, rng)
+            query = self._query(level, seed, index, net, tasks, first)
+            try:
+                why = validate(pool, self.cfg, query)
+            except EnvironmentFailure as err:
+                why = str(err)
+            if why is None:
+                return query
+            reasons.append(why)
+            log.info("redrawing %s L%d s%d #%d: %s", self.app_name, level, seed, index, why)
+        raise QueryGenerationError(
+            f"no valid netllmbench query for level {level}, seed {seed}, index {index} in "
+            f"{MAX_DRAWS} draws; last reasons: {reasons[-3:]}"
+        )
+
+    def _query(
+        self, level: int, seed: int, index: int, net: Network, tasks: list[Task], first: int
+    ) -> Query:
+        played = tasks[first:] if level > 1 else tasks[first : first + 1]
+        truth: dict[str, Any] = {
+            "network": net.to_json(),
+            "tasks": [t.to_json() for t in tasks[: first + len(played)]],
+            "first": first,
+            "oracle": [{"machine": t.device, "command": t.command()} for t in played],
+            "app_version": APP_VERSION,
+        }
+        return Query(
+            query_id=f"{self.app_name}-L{level}-s{seed}-{index:05d}",
+            app=self.app_name,
+            level=level,
+            seed=seed,
+            index=index,
+            prompt=build_prompt(net, played, first, self.cfg),
+            answer_type="configuration",
+            operation=played[0].kind if len(played) == 1 else f"chain{len(played)}",
+            ground_truth=truth,
+            env_key=net.name,
+        )

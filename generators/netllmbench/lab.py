@@ -1,0 +1,249 @@
+"""The drawn network of a NetLLMBench query: devices, interfaces, switches, and the
+addressing plan the tasks ask the agent to carry out.
+
+The lab is built *unconfigured*: interfaces are up but carry no address, hosts have no
+default route, routers forward (ip_forward=1) but know no static route. ICMP redirects
+are off everywhere (see generators/routing/topology.py). What the tasks must establish —
+each port's address, each host's gateway, each router's static routes — is the `plan`.
+
+`draw_network(rng, size)` varies what NetLLMBench kept fixed: the naming schemes of
+hosts, routers, switches and interfaces, the address family and prefix length, the
+subnets, which host hangs off which switch, the router's address in each subnet
+(first or last usable) and the hosts' addresses. Two routers (level 3) are joined by a
+transit switch on a /30, each with static routes to the other's LANs.
+
+The lab's `name` (the environment key) covers only what the emulator builds — devices,
+interface names, switches — so queries that differ only in addresses share a live lab.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from emulators.base import Device, Interface, Lab
+from pipeline.core import canonical_json
+
+HOST_NAMES = ("h{i}", "pc{i}", "host{i}", "srv{i}")
+ROUTER_NAMES = ("r{i}", "router{i}", "gw{i}")
+SWITCH_NAMES = ("s{i}", "sw{i}", "lan{i}")
+INTERFACE_NAMES = ("eth{k}", "{device}-eth{k}", "ens{k3}")
+TRANSIT = "transit"  # the switch between two routers
+# Address families: the /16 each lab's subnets are cut from.
+FAMILIES = ("192.168.0.0/16", "10.{a}.0.0/16", "172.{b}.0.0/16")
+PREFIXES = (24, 24, 24, 25, 26, 27)  # most labs use /24, as NetLLMBench did
+NO_REDIRECTS = ("send_redirects", "accept_redirects")
+
+
+@dataclass(frozen=True)
+class Size:
+    """How big a drawn network is."""
+
+    routers: int  # 1 or 2
+    switches: int  # LAN switches (each with at least one host)
+    hosts: int  # hosts in all
+
+
+@dataclass(frozen=True)
+class Port:
+    """One interface of a device and the address it should get."""
+
+    device: str
+    interface: str
+    switch: str
+    address: str  # with prefix length, e.g. "192.168.1.10/24"
+
+    @property
+    def ip(self) -> str:
+        return self.address.split("/")[0]
+
+
+@dataclass(frozen=True)
+class Network:
+    """A drawn lab and its addressing plan; see the module docstring."""
+
+    routers: tuple[str, ...]
+    hosts: tuple[str, ...]
+    switches: tuple[str, ...]  # LAN switches, then the transit switch if any
+    ports: tuple[Port, ...]  # routers' ports first (in router order), then the hosts'
+    gateways: tuple[tuple[str, str], ...]  # (host, gateway address)
+    routes: tuple[tuple[str, str, str], ...]  # (router, destination subnet, via)
+
+    # -- what the pool and the sandbox need (emulators/pool.py) -----------------------
+    @property
+    def name(self) -> str:
+        shape = [(p.device, p.interface, p.switch) for p in self.ports]
+        digest = hashlib.sha256(canonical_json([self.routers, shape]).encode()).hexdigest()
+        return f"netllm-{len(self.routers)}r{len(self.hosts)}h-{digest[:10]}"
+
+    @property
+    def machines(self) -> tuple[str, ...]:
+        return (*self.routers, *self.hosts)
+
+    def lab(self) -> Lab:
+        def quiet(device: str) -> tuple[tuple[str, str], ...]:
+            scopes = ["all", "default", *(p.interface for p in self.ports_of(device))]
+            return tuple((f"net.ipv4.conf.{s}.{key}", "0") for s in scopes for key in NO_REDIRECTS)
+
+        devices = [
+            Device(
+                name,
+                tuple(Interface(p.interface, p.switch) for p in self.ports_of(name)),
+                sysctls=(("net.ipv4.ip_forward", "1"), *quiet(name))
+                if name in self.routers
+                else quiet(name),
+                role="router" if name in self.routers else "host",
+            )
+            for name in self.machines
+        ]
+        return Lab(self.name, tuple(devices))
+
+    # -- lookups -----------------------------------------------------------------------
+    def ports_of(self, device: str) -> list[Port]:
+        return [p for p in self.ports if p.device == device]
+
+    def port(self, device: str) -> Port:
+        """A host's only port."""
+        (port,) = self.ports_of(device)
+        return port
+
+    def router_on(self, switch: str) -> Port:
+        return next(p for p in self.ports if p.switch == switch and p.device in self.routers)
+
+    def subnet(self, switch: str) -> str:
+        return str(ipaddress.ip_interface(self.router_on(switch).address).network)
+
+    def describe(self) -> str:
+        """The lab as the agent's prompt shows it: who is plugged into which switch, and
+        each switch's subnet."""
+        lines = []
+        for switch in self.switches:
+            members = ", ".join(
+                f"{p.device} ({p.interface})" for p in self.ports if p.switch == switch
+            )
+            lines.append(f"  switch {switch}: subnet {self.subnet(switch)}; {members}")
+        routers = " and ".join(self.routers)
+        return "\n".join(
+            [
+                f"The lab has {len(self.routers)} router{'s' * (len(self.routers) > 1)} "
+                f"({routers}), {len(self.switches)} switches (Linux bridges) and "
+                f"{len(self.hosts)} hosts ({', '.join(self.hosts)}). No interface has an "
+                "address yet and no host has a default route.",
+                *lines,
+            ]
+        )
+
+    # -- storage in the query's ground truth -------------------------------------------
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "routers": list(self.routers),
+            "hosts": list(self.hosts),
+            "switches": list(self.switches),
+            "ports": [[p.device, p.interface, p.switch, p.address] for p in self.ports],
+            "gateways": [list(g) for g in self.gateways],
+            "routes": [list(r) for r in self.routes],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Network:
+        return cls(
+            tuple(data["routers"]),
+            tuple(data["hosts"]),
+            tuple(data["switches"]),
+            tuple(Port(*p) for p in data["ports"]),
+            tuple((h, g) for h, g in data["gateways"]),
+            tuple((r, s, v) for r, s, v in data["routes"]),
+        )
+
+
+def _subnets(rng: random.Random, count: int) -> list[ipaddress.IPv4Network]:
+    family = rng.choice(FAMILIES).format(a=rng.randrange(256), b=rng.randrange(16, 32))
+    base = ipaddress.ip_network(family)
+    prefix = rng.choice(PREFIXES)
+    size = 1 << (32 - prefix)
+    picks = rng.sample(range(1 << (prefix - 16)), count)
+    return [ipaddress.ip_network(f"{base.network_address + k * size}/{prefix}") for k in picks]
+
+
+def _transit(rng: random.Random, lans: list[ipaddress.IPv4Network]) -> ipaddress.IPv4Network:
+    while True:
+        net = ipaddress.ip_network(f"10.{rng.randrange(200, 256)}.{rng.randrange(256)}.0/30")
+        net = ipaddress.ip_network(f"{net.network_address + 4 * rng.randrange(64)}/30")
+        if not any(net.overlaps(lan) for lan in lans):
+            return net
+
+
+def draw_network(rng: random.Random, size: Size) -> Network:
+    """A seeded lab and addressing plan of `size`; see the module docstring."""
+    if not 1 <= size.routers <= 2 or size.switches < size.routers or size.hosts < size.switches:
+        raise ValueError(f"cannot draw a lab of {size}")
+    host_scheme, router_scheme = rng.choice(HOST_NAMES), rng.choice(ROUTER_NAMES)
+    hosts = [host_scheme.format(i=i) for i in range(1, size.hosts + 1)]
+    routers = [router_scheme.format(i=i) for i in range(1, size.routers + 1)]
+    switch_scheme = rng.choice(SWITCH_NAMES)
+    lans = [switch_scheme.format(i=i) for i in range(1, size.switches + 1)]
+    intf_scheme = rng.choice(INTERFACE_NAMES)
+
+    def intf(device: str, k: int) -> str:
+        return intf_scheme.format(device=device, k=k, k3=k + 3)
+
+    nets = _subnets(rng, size.switches)
+    # Each switch gets one host, the rest go anywhere; each router serves a block of LANs.
+    homes = [*lans, *(rng.choice(lans) for _ in range(size.hosts - size.switches))]
+    rng.shuffle(homes)
+    cut = rng.randint(1, size.switches - 1) if size.routers == 2 else size.switches
+    served = {routers[0]: lans[:cut], **({routers[1]: lans[cut:]} if size.routers == 2 else {})}
+    first_addr = rng.random() < 0.5  # the router takes the first usable address, or the last
+    ports: list[Port] = []
+    gateways: dict[str, str] = {}
+    for router, its_lans in served.items():
+        for k, lan in enumerate(its_lans):
+            net = nets[lans.index(lan)]
+            usable = list(net.hosts())
+            ip = usable[0] if first_addr else usable[-1]
+            ports.append(Port(router, intf(router, k), lan, f"{ip}/{net.prefixlen}"))
+    switches = list(lans)
+    routes: list[tuple[str, str, str]] = []
+    if size.routers == 2:
+        transit = _transit(rng, nets)
+        ends = list(transit.hosts())
+        switches.append(TRANSIT)
+        for router, end in zip(routers, ends, strict=True):
+            k = len(served[router])
+            ports.append(Port(router, intf(router, k), TRANSIT, f"{end}/{transit.prefixlen}"))
+        for router, peer_end, other in ((routers[0], ends[1], 1), (routers[1], ends[0], 0)):
+            for lan in served[routers[other]]:
+                routes.append((router, str(nets[lans.index(lan)]), str(peer_end)))
+    for host, lan in zip(hosts, homes, strict=True):
+        net = nets[lans.index(lan)]
+        gateway = next(p.ip for p in ports if p.switch == lan)
+        taken = {p.ip for p in ports if p.switch == lan}
+        free = [a for a in net.hosts() if str(a) not in taken]
+        ip = rng.choice(free)
+        ports.append(Port(host, intf(host, 0), lan, f"{ip}/{net.prefixlen}"))
+        gateways[host] = gateway
+    return Network(
+        tuple(routers),
+        tuple(hosts),
+        tuple(switches),
+        tuple(ports),
+        tuple(gateways.items()),
+        tuple(routes),
+    )
+
+
+def paper_network() -> Network:
+    """NetLLMBench's own lab: router r1, h1 and h2 on s1 (192.168.1.0/24), h3 on s2
+    (192.168.2.0/24)."""
+    ports = (
+        Port("r1", "eth0", "s1", "192.168.1.1/24"),
+        Port("r1", "eth1", "s2", "192.168.2.1/24"),
+        Port("h1", "eth0", "s1", "192.168.1.10/24"),
+        Port("h2", "eth0", "s1", "192.168.1.20/24"),
+        Port("h3", "eth0", "s2", "192.168.2.10/24"),
+    )
+    gateways = (("h1", "192.168.1.1"), ("h2", "192.168.1.1"), ("h3", "192.168.2.1"))
+    return Network(("r1",), ("h1", "h2", "h3"), ("s1", "s2"), ports, gateways, ())
