@@ -7,9 +7,11 @@ live at once; the least recently used one is stopped first. A lab is built, chec
 (every addressed pair must ping: a lab with no addresses yet passes trivially) and
 snapshotted once.
 
-    pool = LabPool.from_config(cfg)   # cfg.emulator, cfg.probe.*, cfg.command.*, ...
+    pool = open_pool(cfg)             # cfg.emulator, cfg.probe.*, cfg.command.*, ...
     emu, sandbox = pool.get(topology) # anything with .name, .lab(), .machines, .switches
     pool.close()
+
+`PooledEnvironment` is the base of such apps' Environments: one pool from enter to exit.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ import logging
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from types import TracebackType
+from typing import Any, Protocol, Self
 
 from emulators.base import EMULATORS, Emulator, Lab
 from emulators.netcmd.sandbox import CommandSandbox
@@ -159,3 +162,42 @@ class LabPool:
         while self._live:
             _, (emu, _) = self._live.popitem()
             emu.stop()
+
+
+def open_pool(cfg: Any) -> LabPool:
+    """A pool for `cfg` (see LabPool.from_config), once what dead runs of its backend left
+    behind (kill -9) is removed."""
+    removed = EMULATORS.load(cfg.emulator).cleanup_stale()
+    if removed:
+        log.warning("removed leftovers of dead runs: %s", "; ".join(removed))
+    return LabPool.from_config(cfg)
+
+
+class PooledEnvironment:
+    """Base of an app's Environment whose episodes run on pooled labs: the pool lives from
+    enter to exit, used from one thread; subclasses add `episode`."""
+
+    def __init__(self, cfg: Any) -> None:
+        self.cfg = cfg
+        self.pool: LabPool | None = None
+
+    def __enter__(self) -> Self:
+        self.pool = open_pool(self.cfg)
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        pool, self.pool = self.pool, None
+        if pool is not None:
+            pool.close()
+
+    def live_pool(self) -> LabPool:
+        if self.pool is None:
+            raise EnvironmentFailure(
+                f"{type(self).__name__}.episode() called outside its `with` block"
+            )
+        return self.pool

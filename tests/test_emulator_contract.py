@@ -8,7 +8,6 @@ cannot run here (no root, not installed) skips on a user's machine and fails in 
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import signal
 import subprocess
@@ -21,7 +20,7 @@ import pytest
 
 from emulators.base import EMULATORS, Device, Interface, Lab
 from pipeline.errors import ConfigError, EnvironmentFailure
-from tests.conftest import require
+from tests.conftest import require_emulator
 
 BACKENDS = ["mininet", "kathara"]
 
@@ -51,28 +50,9 @@ def small_lab() -> Lab:
     )
 
 
-def _available(name: str) -> None:
-    require(os.geteuid() == 0, f"the {name} backend needs root")
-    if name == "mininet":
-        try:
-            import mininet.net  # noqa: F401
-        except ImportError:
-            require(False, "Mininet is not installed (scripts/setup.d/20-mininet.sh)")
-    if name == "kathara":
-        require(
-            Path("/usr/sbin/dockerd").exists()
-            and Path("/var/lib/netgauge/kathara/rootfs.done").exists(),
-            "Docker and the Kathara base image are missing (scripts/setup.d/50-kathara.sh)",
-        )
-        try:
-            import Kathara  # noqa: F401
-        except ImportError:
-            require(False, "the kathara package is not installed (scripts/setup.d/50-kathara.sh)")
-
-
 @pytest.fixture(params=BACKENDS)
 def backend(request):
-    _available(request.param)
+    require_emulator(request.param)
     return EMULATORS.load(request.param)
 
 

@@ -20,13 +20,12 @@ import shlex
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from types import TracebackType
 from typing import Any
 
 from emulators.base import Emulator
 from emulators.netcmd.reply import REPLY_FORMAT, Command, parse_reply
 from emulators.netcmd.sandbox import CommandSandbox, Status
-from emulators.pool import LabPool
+from emulators.pool import PooledEnvironment
 from generators.netllmbench.config import NetLLMBenchConfig
 from generators.netllmbench.lab import Network
 from generators.netllmbench.tasks import Task, holds, observe, pinged
@@ -190,37 +189,15 @@ class TaskChain:
         self._attempt = 0
 
 
-class NetLLMBenchEnvironment:
+class NetLLMBenchEnvironment(PooledEnvironment):
     """The app's Environment: live labs for one thread, from enter to exit."""
 
-    def __init__(self, cfg: NetLLMBenchConfig) -> None:
-        self.cfg = cfg
-        self.pool: LabPool | None = None
-
-    def __enter__(self) -> NetLLMBenchEnvironment:
-        from emulators.base import EMULATORS
-
-        removed = EMULATORS.load(self.cfg.emulator).cleanup_stale()
-        if removed:
-            log.warning("removed leftovers of dead runs: %s", "; ".join(removed))
-        self.pool = LabPool.from_config(self.cfg)
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        pool, self.pool = self.pool, None
-        if pool is not None:
-            pool.close()
+    cfg: NetLLMBenchConfig
 
     @contextmanager
     def episode(self, query: Query) -> Iterator[TaskChain]:
-        if self.pool is None:
-            raise EnvironmentFailure("NetLLMBenchEnvironment.episode() outside its `with` block")
+        pool = self.live_pool()
         net, prepared, tasks = query_tasks(query)
-        emu, sandbox = self.pool.get(net)
+        emu, sandbox = pool.get(net)
         prepare(emu, prepared)
         yield TaskChain(query, emu, sandbox, net, prepared, tasks, self.cfg)

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from emulators.netcmd.sandbox import Status
-from emulators.pool import LabPool
+from emulators.pool import LabPool, open_pool
 from generators.netllmbench import APP_VERSION
 from generators.netllmbench.config import NetLLMBenchConfig
 from generators.netllmbench.environment import TaskChain, prepare, query_tasks
@@ -106,10 +106,7 @@ class NetLLMBenchQueryGenerator:
             raise ConfigError(
                 f"level={level} is not defined for netllmbench; choose one of {LEVELS}"
             )
-        from emulators.base import EMULATORS
-
-        EMULATORS.load(self.cfg.emulator).cleanup_stale()
-        pool = LabPool.from_config(self.cfg)
+        pool = open_pool(self.cfg)
         try:
             for index in range(count):
                 yield self._one(pool, level, seed, index)

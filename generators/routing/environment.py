@@ -12,13 +12,12 @@ import logging
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from types import TracebackType
 from typing import Any
 
 from emulators.base import Emulator, Reachability
 from emulators.netcmd.reply import REPLY_FORMAT, Command, parse_reply
 from emulators.netcmd.sandbox import CommandSandbox, SandboxResult, Status
-from emulators.pool import LabPool
+from emulators.pool import PooledEnvironment
 from generators.routing.config import RoutingConfig
 from generators.routing.faults import Fault
 from generators.routing.topology import RoutingTopology
@@ -127,38 +126,16 @@ class RoutingEpisode:
         )
 
 
-class RoutingEnvironment:
+class RoutingEnvironment(PooledEnvironment):
     """The app's Environment: live topologies for one thread, from enter to exit."""
 
-    def __init__(self, cfg: RoutingConfig) -> None:
-        self.cfg = cfg
-        self.pool: LabPool | None = None
-
-    def __enter__(self) -> RoutingEnvironment:
-        from emulators.base import EMULATORS
-
-        removed = EMULATORS.load(self.cfg.emulator).cleanup_stale()
-        if removed:
-            log.warning("removed leftovers of dead runs: %s", "; ".join(removed))
-        self.pool = LabPool.from_config(self.cfg)
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        pool, self.pool = self.pool, None
-        if pool is not None:
-            pool.close()
+    cfg: RoutingConfig
 
     @contextmanager
     def episode(self, query: Query) -> Iterator[RoutingEpisode]:
-        if self.pool is None:
-            raise EnvironmentFailure("RoutingEnvironment.episode() called outside its `with` block")
+        pool = self.live_pool()
         topo = RoutingTopology.from_name(query.env_key)
-        emu, sandbox = self.pool.get(topo)
+        emu, sandbox = pool.get(topo)
         faults = [Fault.from_json(f) for f in query.ground_truth["faults"]]
         inject(emu, faults)
         first = emu.reachability()

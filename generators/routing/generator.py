@@ -23,7 +23,7 @@ from typing import Any
 
 from emulators.base import Emulator
 from emulators.netcmd.sandbox import CommandSandbox, Status
-from emulators.pool import LabPool
+from emulators.pool import LabPool, open_pool
 from generators.routing import APP_VERSION
 from generators.routing.config import RoutingConfig
 from generators.routing.environment import inject
@@ -118,10 +118,7 @@ class RoutingQueryGenerator:
     def generate(self, level: int, seed: int, count: int) -> Iterator[Query]:
         if level not in LEVELS:
             raise ConfigError(f"level={level} is not defined for routing; choose one of {LEVELS}")
-        from emulators.base import EMULATORS
-
-        EMULATORS.load(self.cfg.emulator).cleanup_stale()
-        pool = LabPool.from_config(self.cfg)
+        pool = open_pool(self.cfg)
         try:
             for index in range(count):
                 yield self._one(pool, level, seed, index)
