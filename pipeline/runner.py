@@ -124,7 +124,8 @@ def _play_missing(
             len(checkpoint.done),
             len(queries),
         )
-    workers = max(1, min(workers_for(cfg), todo.qsize()))
+    total = todo.qsize()  # read before the workers start taking from it
+    workers = max(1, min(workers_for(cfg), total))
     results: queue.Queue[tuple[str, Any]] = queue.Queue()
     stop = threading.Event()
 
@@ -150,7 +151,7 @@ def _play_missing(
     for thread in threads:
         thread.start()
     try:
-        with tqdm(total=todo.qsize(), desc=f"run {cell.part}", unit="ep") as bar:
+        with tqdm(total=total, desc=f"run {cell.part}", unit="ep") as bar:
             running = workers
             while running:
                 kind, payload = results.get()
