@@ -88,9 +88,10 @@ def test_unknown_grid():
 
 def test_grid_exclude_leaves_cells_out():
     plan = load_plan("default")
-    assert not [c for c in plan.cells if c.app in ("k8s", "routing") and c.agent == "zero_shot"]
+    multi_turn = ("k8s", "routing", "netllmbench")
+    assert not [c for c in plan.cells if c.app in multi_turn and c.agent == "zero_shot"]
     assert [c for c in plan.cells if c.app == "malt" and c.agent == "zero_shot"]
-    assert {c.app for c in plan.cells if c.agent == "oracle"} == {"malt", "k8s", "routing"}
+    assert {c.app for c in plan.cells if c.agent == "oracle"} == {"malt", *multi_turn}
 
 
 def test_bad_exclude_entry_names_the_keys():

@@ -137,7 +137,9 @@ def test_slurm_profile_plans_gpu_jobs(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     out = done.stdout + done.stderr
     stats = job_stats(out)
-    assert stats["run_model_qwen2_5_7b"] == 1 and stats["run"] == 36 and stats["score"] == 108
+    # 4 apps x 3 levels x 2 seeds = 24 cell groups: reference agents run per cell (x2),
+    # every agent is scored per cell (x6), and one job serves all cells of the model.
+    assert stats["run_model_qwen2_5_7b"] == 1 and stats["run"] == 48 and stats["score"] == 144
     block = out.split("rule run_model_qwen2_5_7b:", 1)[1].split("\n[", 1)[0]
     resources = next(line for line in block.splitlines() if "resources:" in line)
     assert "gpu=1" in resources and "runtime=240" in resources

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from emulators.base import Emulator
 from emulators.netcmd.policy import check
+from pipeline.core import StepStatus
 
 
 class Status(enum.StrEnum):
@@ -22,6 +23,16 @@ class Status(enum.StrEnum):
     REJECTED = "rejected"  # refused: never ran
     TIMEOUT = "timeout"  # killed at the time limit
     OUTPUT_LIMIT = "output_limit"  # killed past the output cap
+
+
+# How an app records each outcome as a step (pipeline.core.StepStatus).
+STEP_STATUS = {
+    Status.OK: StepStatus.OK,
+    Status.FAILED: StepStatus.EXEC_ERROR,
+    Status.REJECTED: StepStatus.BLOCKED,
+    Status.TIMEOUT: StepStatus.TIMEOUT,
+    Status.OUTPUT_LIMIT: StepStatus.RESOURCE_LIMIT,
+}
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from typing import Any
 
 from emulators.base import Emulator
 from emulators.netcmd.reply import REPLY_FORMAT, Command, parse_reply
-from emulators.netcmd.sandbox import CommandSandbox, Status
+from emulators.netcmd.sandbox import STEP_STATUS, CommandSandbox, Status
 from emulators.pool import PooledEnvironment
 from generators.netllmbench.config import NetLLMBenchConfig
 from generators.netllmbench.lab import Network
@@ -33,13 +33,6 @@ from pipeline.core import Query, StepResult, StepStatus
 from pipeline.errors import EnvironmentFailure
 
 log = logging.getLogger(__name__)
-STATUS = {
-    Status.OK: StepStatus.OK,
-    Status.FAILED: StepStatus.EXEC_ERROR,
-    Status.REJECTED: StepStatus.BLOCKED,
-    Status.TIMEOUT: StepStatus.TIMEOUT,
-    Status.OUTPUT_LIMIT: StepStatus.RESOURCE_LIMIT,
-}
 
 
 def query_tasks(query: Query) -> tuple[Network, list[Task], list[Task]]:
@@ -123,7 +116,7 @@ class TaskChain:
         facts: dict[str, Any] = {"task": task.label, "attempt": self._attempt}
         if isinstance(parsed, Command):
             result = self._sandbox.run(parsed.machine, parsed.command)
-            status, error = STATUS[result.status], result.reason
+            status, error = STEP_STATUS[result.status], result.reason
             shown = f"{parsed.machine}$ {parsed.command}\n{result.output.rstrip() or '(no output)'}"
             action = f"{parsed.machine}: {parsed.command}"
             facts.update(

@@ -16,7 +16,7 @@ from typing import Any
 
 from emulators.base import Emulator, Reachability
 from emulators.netcmd.reply import REPLY_FORMAT, Command, parse_reply
-from emulators.netcmd.sandbox import CommandSandbox, SandboxResult, Status
+from emulators.netcmd.sandbox import STEP_STATUS, CommandSandbox, SandboxResult, Status
 from emulators.pool import PooledEnvironment
 from generators.routing.config import RoutingConfig
 from generators.routing.faults import Fault
@@ -25,13 +25,6 @@ from pipeline.core import Query, StepResult, StepStatus
 from pipeline.errors import EnvironmentFailure
 
 log = logging.getLogger(__name__)
-STATUS = {
-    Status.OK: StepStatus.OK,
-    Status.FAILED: StepStatus.EXEC_ERROR,
-    Status.REJECTED: StepStatus.BLOCKED,
-    Status.TIMEOUT: StepStatus.TIMEOUT,
-    Status.OUTPUT_LIMIT: StepStatus.RESOURCE_LIMIT,
-}
 
 
 def inject(emu: Emulator, faults: list[Fault]) -> None:
@@ -108,7 +101,7 @@ class RoutingEpisode:
         shown = f"{parsed.machine}$ {parsed.command}\n{result.output.rstrip() or '(no output)'}"
         return StepResult(
             action=f"{parsed.machine}: {parsed.command}",
-            status=STATUS[result.status],
+            status=STEP_STATUS[result.status],
             output=f"{shown}\n\n{self._status_text()}",
             evidence=evidence,
             done=self._now.full or last,
