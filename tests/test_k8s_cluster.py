@@ -9,6 +9,7 @@ import os
 import random
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -21,6 +22,7 @@ import yaml
 
 from emulators.k8s import netns
 from emulators.k8s.cluster import TMP_PREFIX, EmulatedCluster, kubectl_binary
+from emulators.k8s.dataplane import dns_query
 from emulators.k8s.kubectl import Command, Kubectl
 from emulators.k8s.policy import matrix, mismatches
 from generators.k8s import boutique
@@ -347,3 +349,43 @@ def test_leftovers_of_a_killed_run_are_removed():
     with EmulatedCluster(boutique.cluster_objects(), boutique.intended_policies()):
         pass  # entering also removes the killed run's temp folder
     assert not list(Path(tempfile.gettempdir()).glob(f"{TMP_PREFIX}{proc.pid}-*"))
+
+
+def test_a_new_flow_on_an_old_source_port_still_meets_a_new_egress_policy(env):
+    """UDP conntrack entries outlive a DNS lookup by 30-120 s; a later lookup that happens
+    to reuse the source port must not ride on the old entry past a new egress policy."""
+    cluster = env.cluster
+    cluster.reset()
+    plane = cluster._plane
+    dns = (boutique.DNS_CLUSTER_IP, 53)
+    query = dns_query(1, "frontend.default.svc.cluster.local")
+    source = next(name for name in plane.index if name.startswith("loadgenerator-"))
+
+    def lookup(port: int) -> bool:
+        with plane.topology.inside(plane.index[source]):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        with sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(("0.0.0.0", port))
+            sock.settimeout(0.5)
+            try:
+                sock.sendto(query, dns)
+                time.sleep(0.05)
+                plane._serve({s.fileno() for s in plane._dns})  # the stand-in answers
+                return bool(sock.recv(512))
+            except OSError:
+                return False
+
+    assert lookup(40999)  # allowed: the intended policies let loadgenerator resolve names
+    deny = {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": "loadgenerator", "namespace": "default"},
+        "spec": {
+            "podSelector": {"matchLabels": {"app": "loadgenerator"}},
+            "policyTypes": ["Egress"],
+        },
+    }
+    cluster.apply_policies([deny])
+    assert not lookup(40999)  # same source port, live conntrack entry: still refused
+    cluster.reset()

@@ -21,7 +21,7 @@ from generators.netllmbench.config import LevelSize, NetLLMBenchConfig, validate
 from generators.netllmbench.generator import draw
 from generators.netllmbench.lab import Size, draw_network
 from generators.netllmbench.scoring import score
-from generators.netllmbench.tasks import pinged, tasks_of
+from generators.netllmbench.tasks import Task, pinged, tasks_of
 from pipeline.core import Outcome, Query, StepResult, StepStatus, TaskStep
 from pipeline.errors import ConfigError
 from tests.conftest import require_emulator
@@ -290,3 +290,10 @@ def test_no_lab_is_left_behind(app, paper):
         prefixes = [emu.prefix for emu, _ in env.pool._live.values()]
     backend = EMULATORS.load(app.cfg.emulator)
     assert prefixes and all(backend.leftovers(p) == [] for p in prefixes)
+
+
+def test_a_task_of_an_unknown_kind_is_refused():
+    with pytest.raises(ValueError, match="kinds are"):
+        Task("firewall:1", "firewall", "h1")
+    with pytest.raises(ValueError, match="kinds are"):
+        Task("ping:1", "host_ip", "h1")  # the label names another kind

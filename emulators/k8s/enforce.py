@@ -159,10 +159,13 @@ def compile_pod(view: View, pod: PodInfo, nat: tuple[list[str], list[str]] | Non
         ":NGK-INGRESS - [0:0]",
         ":NGK-EGRESS - [0:0]",
         *(f":{chain} - [0:0]" for chain in extra),
-        "-A INPUT -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT",
+        # Only the reply direction rides on conntrack: a new probe whose source port
+        # matches a live entry of an earlier flow (UDP DNS keeps its entry 30-120 s) must
+        # still pass the policy chains, as the first packet of any flow does.
+        "-A INPUT -m conntrack --ctstate ESTABLISHED,RELATED --ctdir REPLY -j ACCEPT",
         "-A INPUT -i lo -j ACCEPT",
         "-A INPUT -j NGK-INGRESS",
-        "-A OUTPUT -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT",
+        "-A OUTPUT -m conntrack --ctstate ESTABLISHED,RELATED --ctdir REPLY -j ACCEPT",
         "-A OUTPUT -o lo -j ACCEPT",
         *reject,
         "-A OUTPUT -j NGK-EGRESS",

@@ -53,6 +53,10 @@ class Task:
     target: str = ""  # ping: the target host; gateway, route: the router behind the hop
     needs: tuple[str, ...] = ()  # labels of the tasks that must be done first
 
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS or not self.label.startswith(f"{self.kind}:"):
+            raise ValueError(f"task {self.label!r} of kind {self.kind!r}: kinds are {KINDS}")
+
     def text(self) -> str:
         """The task as the agent reads it."""
         if self.kind in ("host_ip", "router_ip"):
