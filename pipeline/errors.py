@@ -23,5 +23,10 @@ class EnvironmentFailure(NetGaugeError):
     """An emulator, sandbox or model server failed for reasons that are not the agent's."""
 
 
+class QueryGenerationError(NetGaugeError):
+    """An app's generator drew no valid query in its allowed tries, or its oracle disagrees
+    with the analytic answer; the message names the query and the last reasons."""
+
+
 class RegistryError(ConfigError):
     """A name (app, agent, backend) is not registered."""

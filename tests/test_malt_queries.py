@@ -16,13 +16,13 @@ from generators.malt import generator as generator_module
 from generators.malt import graphdiff
 from generators.malt.checker import check_graph
 from generators.malt.config import TopologyConfig
-from generators.malt.generator import MaltQueryGenerator, QueryGenerationError
+from generators.malt.generator import MaltQueryGenerator
 from generators.malt.index import Redraw
 from generators.malt.inprocess import InProcessRunner
 from generators.malt.scoring import answers_match, score
 from generators.malt.topology import synthetic_topology
 from pipeline.core import Outcome, StepResult, StepStatus, canonical_json
-from pipeline.errors import ConfigError
+from pipeline.errors import ConfigError, QueryGenerationError
 
 SMALL = TopologyConfig(
     source="synthetic",

@@ -32,14 +32,10 @@ from generators.malt.prompt import build_prompt
 from generators.malt.render import Renderer
 from generators.malt.scoring import answers_match
 from pipeline.core import Query, canonical_json
-from pipeline.errors import ConfigError, NetGaugeError
+from pipeline.errors import ConfigError, QueryGenerationError
 
 LEVELS = (1, 2, 3)
 MAX_DRAWS = 100
-
-
-class QueryGenerationError(NetGaugeError):
-    """No valid query could be drawn, or an oracle disagrees with its analytic answer."""
 
 
 def is_null_like(record: dict[str, Any]) -> bool:

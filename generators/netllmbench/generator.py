@@ -33,17 +33,13 @@ from generators.netllmbench.lab import Network, Size, draw_network, paper_networ
 from generators.netllmbench.prompt import build_prompt
 from generators.netllmbench.tasks import Task, order, tasks_of
 from pipeline.core import Query
-from pipeline.errors import ConfigError, EnvironmentFailure, NetGaugeError
+from pipeline.errors import ConfigError, EnvironmentFailure, QueryGenerationError
 
 LEVELS = (1, 2, 3)
 MAX_DRAWS = 10
 PAPER_PING = ("h3", "h2")  # NetLLMBench pings H2 from H3
 
 log = logging.getLogger(__name__)
-
-
-class QueryGenerationError(NetGaugeError):
-    """No valid query could be drawn in MAX_DRAWS tries."""
 
 
 def ping_pair(net: Network, rng: random.Random) -> tuple[str, str]:

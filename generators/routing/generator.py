@@ -31,7 +31,7 @@ from generators.routing.faults import DRAW, TYPES, Fault
 from generators.routing.prompt import build_prompt
 from generators.routing.topology import RoutingTopology
 from pipeline.core import Query
-from pipeline.errors import ConfigError, EnvironmentFailure, NetGaugeError
+from pipeline.errors import ConfigError, EnvironmentFailure, QueryGenerationError
 
 LEVELS = (1, 2, 3)
 MAX_DRAWS = 30
@@ -44,10 +44,6 @@ PAIRS = {
 }
 
 log = logging.getLogger(__name__)
-
-
-class QueryGenerationError(NetGaugeError):
-    """No valid query could be drawn in MAX_DRAWS tries."""
 
 
 def draw(cfg: RoutingConfig, level: int, rng: random.Random) -> tuple[RoutingTopology, list[Fault]]:
