@@ -7,9 +7,8 @@ live at once; the least recently used one is stopped first. A lab is built, chec
 (every addressed pair must ping: a lab with no addresses yet passes trivially) and
 snapshotted once.
 
-    pool = open_pool(cfg)             # cfg.emulator, cfg.probe.*, cfg.command.*, ...
-    emu, sandbox = pool.get(topology) # anything with .name, .lab(), .machines, .switches
-    pool.close()
+    with open_pool(cfg) as pool:          # cfg.emulator, cfg.probe.*, cfg.command.*, ...
+        emu, sandbox = pool.get(topology) # anything with .name, .lab(), .machines, .switches
 
 `PooledEnvironment` is the base of such apps' Environments: one pool from enter to exit.
 """
@@ -162,6 +161,17 @@ class LabPool:
         while self._live:
             _, (emu, _) = self._live.popitem()
             emu.stop()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
 
 
 def open_pool(cfg: Any) -> LabPool:

@@ -102,12 +102,9 @@ class NetLLMBenchQueryGenerator:
             raise ConfigError(
                 f"level={level} is not defined for netllmbench; choose one of {LEVELS}"
             )
-        pool = open_pool(self.cfg)
-        try:
+        with open_pool(self.cfg) as pool:
             for index in range(count):
                 yield self._one(pool, level, seed, index)
-        finally:
-            pool.close()
 
     def _one(self, pool: LabPool, level: int, seed: int, index: int) -> Query:
         rng = random.Random(f"{seed}:{level}:{index}")
