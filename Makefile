@@ -8,10 +8,10 @@ GRID  ?= default
 CORES ?= $(shell nproc)
 DATA  ?= data
 
-.PHONY: help setup sweep smoke report test lint bench clean
+.PHONY: help setup sweep smoke report test test-fast lint bench clean
 
 help:  ## list the targets
-	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
 
 setup:  ## install Debian and Python packages (idempotent)
 	@scripts/setup.sh
@@ -28,6 +28,9 @@ report: setup  ## write the report page for grid $(GRID) (data/report/index.html
 
 test: setup  ## run the whole test suite
 	$(VENV)/bin/pytest
+
+test-fast: setup  ## the quick suite while developing: no emulators, no root, no Snakemake
+	$(VENV)/bin/pytest -m "not integration and not slow"
 
 lint: setup  ## ruff check and format check
 	$(VENV)/bin/ruff check .

@@ -1,7 +1,7 @@
 """Datasets users take away: chat-format JSONL of oracle trajectories, for SFT.
 
     python -m analysis.export sft app=malt level=1 queries=200
-    python -m analysis.export sft app=malt level=1,2,3 seed=0,1 queries=500 --out malt.jsonl
+    python -m analysis.export sft app=malt level=1,2,3 seed=2,3 queries=500 --out malt.jsonl
 
 Arguments after `sft` are Hydra overrides of `conf/config.yaml` (any app key too, e.g.
 `app.topology.source=file`); `level` and `seed` also take comma lists. For each query
@@ -18,7 +18,15 @@ with the observations an agent would have seen. One JSON object per line:
 
 Only trajectories the app's scorer accepts are written. Load them with
 `datasets.load_dataset("json", data_files=PATH, split="train")`. The default output is
-`<data>/exports/sft/<app>-L<levels>-s<seeds>-n<queries>.jsonl`.
+`<data>/exports/sft/<app>-L<levels>-s<seeds>-n<queries>.jsonl`, with what it was made of
+beside it in `<same>.meta.json` (split, seeds, app settings, query keys checked, whether
+an overlap was allowed).
+
+Training data never overlaps what is evaluated: the export writes the `train` split
+(pipeline/splits.py; the default seed is 2, the first train seed), refuses seeds of the
+`test` split, and refuses a file that shares any query key with the episodes already
+evaluated in the data directory, naming the overlapping seeds and keys. `--allow-overlap`
+overrides both refusals and is recorded in the metadata file.
 """
 
 from __future__ import annotations
@@ -35,13 +43,17 @@ from typing import Any
 from omegaconf import DictConfig
 from tqdm import tqdm
 
+from analysis.views import connect
 from pipeline.build import layout, make_app, queries_hash
 from pipeline.cells import cell_from_config, data_root
-from pipeline.config import compose
-from pipeline.core import App, Query, StepResult
-from pipeline.errors import ConfigError, DataError, NetGaugeError
+from pipeline.config import compose, to_plain
+from pipeline.core import App, Query, StepStatus
+from pipeline.errors import ConfigError, DataError, EnvironmentFailure, NetGaugeError
 from pipeline.generate import read_queries
-from pipeline.records import shard_hash
+from pipeline.play import EpisodeLoop
+from pipeline.querygen import SEED_SLOTS
+from pipeline.records import code_version, shard_hash, shard_rows
+from pipeline.splits import SPLITS, seeds_of, split_of
 
 log = logging.getLogger(__name__)
 LIST_KEYS = ("level", "seed")
@@ -72,40 +84,70 @@ def configs(overrides: Sequence[str]) -> list[DictConfig]:
     return [
         compose([*rest, "agent=oracle", "model=none", f"level={level}", f"seed={seed}"])
         for level in lists.get("level", [1])
-        for seed in lists.get("seed", [0])
+        for seed in lists.get("seed", seeds_of("train", 1))
+    ]
+
+
+def check_split(cfgs: Sequence[DictConfig], allow_overlap: bool) -> list[int]:
+    """Refuse seeds of the test split (unless allowed); return the test seeds found."""
+    test = sorted({int(c.seed) for c in cfgs if split_of(int(c.seed)) != "train"})
+    if test and not allow_overlap:
+        raise ConfigError(
+            f"seed(s) {', '.join(map(str, test))} belong to the test split, which grids "
+            f"evaluate; export the train split instead (seeds "
+            f"{', '.join(map(str, seeds_of('train')))}, ...: seed % {SEED_SLOTS} in "
+            f"{list(SPLITS['train'])}), or pass --allow-overlap"
+        )
+    return test
+
+
+def evaluated_overlap(data_dir: str | Path, app: str, keys: dict[str, Query]) -> list[str]:
+    """Lines naming each query of `keys` the data directory holds evaluated episodes of."""
+    con = connect(data_dir)
+    rows = con.execute(
+        "SELECT query_key, any_value(query_id), string_agg(DISTINCT "
+        "model || '/' || agent || ' L' || level || ' s' || seed, ', ') "
+        "FROM episodes WHERE app = $app AND query_key IS NOT NULL GROUP BY query_key",
+        {"app": app},
+    ).fetchall()
+    return [
+        f"{keys[key].query_id} (key {key}) was evaluated as {qid} by {who}"
+        for key, qid, who in rows
+        if key in keys
     ]
 
 
 def queries_of(cfg: DictConfig, app: App) -> list[Query]:
-    """The cell's queries: from its shard when it matches the config, else generated."""
+    """The cell's queries: from its shard when it matches the config and is long enough,
+    else generated."""
     path = layout(cfg).queries(cell_from_config(cfg))
-    if shard_hash(path) == queries_hash(cfg, app):
+    if shard_hash(path) == queries_hash(cfg, app) and shard_rows(path) >= cfg.queries:
         return read_queries(path, limit=cfg.queries)
     return list(app.generate(cfg.level, cfg.seed, cfg.queries))
 
 
 def trajectory(env: Any, app: App, query: Query) -> tuple[list[dict[str, str]], bool]:
     """The oracle's episode as chat messages, and whether the scorer accepts it."""
-    messages: list[dict[str, str]] = []
-    steps: list[StepResult] = []
     with env.episode(query) as episode:
-        observation = episode.observe()
-        for turn in range(1, episode.max_turns + 1):
-            messages.append({"role": "user", "content": observation})
-            reply = app.oracle_reply(query, turn, observation)
-            messages.append({"role": "assistant", "content": reply})
-            result = episode.step(reply)
-            steps.append(result)
-            if result.done:
-                break
-            observation = result.output
-    return messages, app.score(query, steps).correct
+        loop = EpisodeLoop(episode)
+        while not loop.over:
+            result = loop.step(app.oracle_reply(query, loop.turn + 1, loop.observation))
+            if result.status is StepStatus.ENV_ERROR:
+                raise EnvironmentFailure(f"{query.query_id}: {result.error}")
+    messages = [
+        {"role": role, "content": text}
+        for turn in loop.history
+        for role, text in (("user", turn.observation), ("assistant", turn.reply))
+    ]
+    return messages, app.score(query, loop.steps).correct
 
 
-def sft_records(cfg: DictConfig, *, progress: bool = True) -> Iterator[dict[str, Any]]:
+def sft_records(
+    cfg: DictConfig, queries: Sequence[Query] | None = None, *, progress: bool = True
+) -> Iterator[dict[str, Any]]:
     """The accepted oracle trajectories of one (app, level, seed) cell, as JSON records."""
     app = make_app(cfg)
-    queries = queries_of(cfg, app)
+    queries = queries if queries is not None else queries_of(cfg, app)
     rejected = 0
     with app.environment() as env:
         desc = f"sft {cfg.app.name} L{cfg.level} s{cfg.seed}"
@@ -123,6 +165,8 @@ def sft_records(cfg: DictConfig, *, progress: bool = True) -> Iterator[dict[str,
                 "operation": query.operation,
                 "answer_type": query.answer_type,
                 "app_version": app.version,
+                "query_key": query.key,
+                "split": split_of(query.seed),
             }
     if rejected:
         log.warning("%d oracle trajectories were not accepted by the scorer; left out", rejected)
@@ -137,18 +181,38 @@ def default_path(cfgs: Sequence[DictConfig]) -> Path:
 
 
 def export_sft(
-    overrides: Sequence[str], out: str | Path | None = None, *, progress: bool = True
+    overrides: Sequence[str],
+    out: str | Path | None = None,
+    *,
+    progress: bool = True,
+    allow_overlap: bool = False,
 ) -> tuple[Path, int]:
-    """Write the SFT JSONL for the overrides; return its path and the number of records."""
+    """Write the SFT JSONL for the overrides; return its path and the number of records.
+    Refuses test seeds and any query evaluated in the data directory (module docstring)."""
     cfgs = configs(overrides)
+    test_seeds = check_split(cfgs, allow_overlap)
+    planned = [(cfg, queries_of(cfg, make_app(cfg))) for cfg in cfgs]
+    overlap = []
+    for cfg, queries in planned:
+        keys = {q.key: q for q in queries if q.key}
+        overlap += evaluated_overlap(cfg.data_dir, cfg.app.name, keys)
+    if overlap and not allow_overlap:
+        shown = "\n  ".join(overlap[:10]) + (
+            f"\n  ... {len(overlap) - 10} more" if len(overlap) > 10 else ""
+        )
+        raise DataError(
+            f"{len(overlap)} of the queries to export were already evaluated in "
+            f"{cfgs[0].data_dir}: training on them would contaminate those results "
+            f"(use seeds of the train split, another data_dir, or --allow-overlap):\n  {shown}"
+        )
     path = Path(out) if out is not None else default_path(cfgs)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     count = 0
     try:
         with tmp.open("w", encoding="utf-8") as handle:
-            for cfg in cfgs:
-                for record in sft_records(cfg, progress=progress):
+            for cfg, queries in planned:
+                for record in sft_records(cfg, queries, progress=progress):
                     handle.write(json.dumps(record, ensure_ascii=False) + "\n")
                     count += 1
         if count == 0:
@@ -156,6 +220,21 @@ def export_sft(
         tmp.replace(path)
     finally:
         tmp.unlink(missing_ok=True)
+    meta = {
+        "records": count,
+        "split": "train" if not test_seeds else "train+test (allowed)",
+        "seeds": sorted({int(c.seed) for c in cfgs}),
+        "levels": sorted({int(c.level) for c in cfgs}),
+        "queries": int(cfgs[0].queries),
+        "app": to_plain(cfgs[0].app),
+        "allow_overlap": allow_overlap,
+        "test_seeds": test_seeds,
+        "overlapping_queries": overlap,
+        "query_keys": sorted({q.key for _, queries in planned for q in queries if q.key}),
+        "code_version": code_version(),
+    }
+    meta_path = path.with_name(path.name + ".meta.json")
+    meta_path.write_text(json.dumps(meta, indent=1, ensure_ascii=False) + "\n")
     return path, count
 
 
@@ -170,10 +249,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_sft.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. app=malt level=1,2")
     p_sft.add_argument("--out", help="output file (default: <data>/exports/sft/…)")
     p_sft.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p_sft.add_argument(
+        "--allow-overlap",
+        action="store_true",
+        help="export test-split seeds or queries already evaluated here (recorded in .meta.json)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
-        path, count = export_sft(args.overrides, args.out, progress=not args.no_progress)
+        path, count = export_sft(
+            args.overrides,
+            args.out,
+            progress=not args.no_progress,
+            allow_overlap=args.allow_overlap,
+        )
     except NetGaugeError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

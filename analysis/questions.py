@@ -130,11 +130,11 @@ def cell_filter(cells: Iterable[Cell] | None) -> str:
     """A SQL condition selecting the episodes of `cells` (all episodes, if None)."""
     if cells is None:
         return "TRUE"
-    keys = sorted({(c.app, c.model, c.agent, c.level, c.seed) for c in cells})
+    keys = sorted({(c.app, c.model, c.agent, c.level, c.seed, c.queries, c.variant) for c in cells})
     if not keys:
         return "FALSE"
     values = ", ".join("(" + ", ".join(_literal(v) for v in key) + ")" for key in keys)
-    return f"(app, model, agent, level, seed) IN ({values})"
+    return f"(app, model, agent, level, seed, queries, variant) IN ({values})"
 
 
 def _literal(value: object) -> str:

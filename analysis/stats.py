@@ -7,7 +7,9 @@ libraries: statsmodels (`proportion_confint`: normal/SEM and Wilson; `mcnemar`) 
 SciPy (`bootstrap`, paired). An agent is identified by (model, agent).
 
 Columns added for a rate `<m>` (correct, safe): `<m>_rate`, `<m>_normal_lo/hi`,
-`<m>_wilson_lo/hi`.
+`<m>_wilson_lo/hi`. Rates and intervals count what is independent: distinct queries
+(`n_distinct`, by query key), a query played more than once counting once at the mean of
+its plays; `n` is the number of episodes beside it.
 """
 
 from __future__ import annotations
@@ -47,12 +49,14 @@ def intervals(successes: pd.Series, n: pd.Series, prefix: str) -> pd.DataFrame:
 def with_intervals(
     counts: pd.DataFrame, metrics: Iterable[str] = ("correct", "safe")
 ) -> pd.DataFrame:
-    """`counts` (with `n` and `n_<metric>` columns) plus each metric's rate and intervals."""
+    """`counts` (with `n_distinct` and `n_<metric>` columns, the latter summed over
+    distinct queries) plus each metric's rate and intervals over the distinct queries."""
     if counts.empty:
         return counts
     parts = [counts]
+    nobs = counts["n_distinct"].astype(float)
     for metric in metrics:
-        parts.append(intervals(counts[f"n_{metric}"].astype(float), counts["n"], metric))
+        parts.append(intervals(counts[f"n_{metric}"].astype(float), nobs, metric))
     return pd.concat(parts, axis=1)
 
 

@@ -1,8 +1,9 @@
 """The query-count study (NetArena's Fig. 3): intervals and their overlap as queries grow.
 
-From one large run (every agent on the same N queries of an app), draw `reps` random
-subsets of n queries for each n in `sizes` (without replacement, the same subset for
-every agent, so the comparison stays paired), compute each agent's 95 % interval on the
+From one large run (every agent on the same N distinct queries of an app, by query key:
+a query played twice is one draw, at the mean of its plays), draw `reps` random subsets
+of n of them for each n in `sizes` (without replacement, the same subset for every
+agent, so the comparison stays paired), compute each agent's 95 % interval on the
 subset, and the pairwise overlap of those intervals (`analysis/sql/interval_overlap.sql`).
 With few queries the intervals are wide and overlap; with many they separate.
 
@@ -46,7 +47,8 @@ def outcome_matrix(
     agents: Sequence[tuple[str, str]] | None = None,
     cells: Iterable[Cell] | None = None,
 ) -> pd.DataFrame:
-    """Queries x agents ("model/agent") of booleans: who got which query right. Only the
+    """Distinct queries (by key) x agents ("model/agent") of correctness in [0, 1]: who got
+    which query right (the mean over plays of a query played more than once). Only the
     queries every chosen agent played are kept."""
     long = ask(con, "query_outcomes", {"app": app}, where=cell_filter(cells))
     if agents is not None:
@@ -55,10 +57,8 @@ def outcome_matrix(
     if long.empty:
         return pd.DataFrame()
     long = long.assign(who=long["model"] + "/" + long["agent"])
-    wide = long.pivot_table(
-        index=["level", "seed", "query_id"], columns="who", values="correct", aggfunc="first"
-    )
-    return wide.dropna().astype(bool)
+    wide = long.pivot_table(index="qkey", columns="who", values="correct", aggfunc="mean")
+    return wide.dropna().astype(float)
 
 
 def default_sizes(queries: int) -> list[int]:

@@ -21,14 +21,20 @@ __all__ = ["intervals", "render", "summarize_plan", "summary"]
 
 
 def summary(data_dir: str | Path = "data", cells: Iterable[Cell] | None = None) -> pd.DataFrame:
-    """One row per (app, model, agent, level) over the given cells (all, if None)."""
+    """One row per (app, model, agent, level, queries, variant) over the given cells (all,
+    if None); seeds are pooled."""
     return cell_metrics(connect(data_dir), cells)
 
 
 def render(table: pd.DataFrame) -> str:
-    """A readable fixed-width table (the sweep prints it; the .md file holds it)."""
+    """A readable fixed-width table (the sweep prints it; the .md file holds it). The
+    query count and the variant are shown when the table holds more than one of them
+    (or a variant other than base); `n` counts episodes, `distinct` the distinct queries
+    the rates and intervals are computed over."""
     if table.empty:
         return "(no episodes yet)"
+    show_queries = table["queries"].nunique() > 1
+    show_variant = set(table["variant"]) != {"base"}
     rows = []
     for r in table.itertuples(index=False):
         rows.append(
@@ -37,7 +43,10 @@ def render(table: pd.DataFrame) -> str:
                 "model": r.model,
                 "agent": r.agent,
                 "level": r.level,
+                **({"queries": r.queries} if show_queries else {}),
+                **({"variant": r.variant} if show_variant else {}),
                 "n": r.n,
+                "distinct": r.n_distinct,
                 "correct [normal 95%] [wilson 95%]": _rate(
                     r.correct_rate,
                     r.correct_normal_lo,
@@ -58,6 +67,21 @@ def render(table: pd.DataFrame) -> str:
             }
         )
     return pd.DataFrame(rows).to_string(index=False)
+
+
+def variant_legend(con, table: pd.DataFrame) -> list[tuple[str, str]]:
+    """(variant, the settings that make it) for each variant other than base in `table`."""
+    names = sorted(set(table["variant"]) - {"base"}) if not table.empty else []
+    if not names:
+        return []
+    found = dict(
+        con.execute(
+            "SELECT variant, any_value(variant_label) FROM cells "
+            "WHERE list_contains($names, variant) GROUP BY variant",
+            {"names": names},
+        ).fetchall()
+    )
+    return [(name, found.get(name, "(not recorded)")) for name in names]
 
 
 def _rate(rate: float, nlo: float, nhi: float, wlo: float, whi: float) -> str:
@@ -81,5 +105,8 @@ def summarize_plan(data_dir: str | Path, grid: str) -> str:
     pq.write_table(pa.Table.from_pandas(table, preserve_index=False), tmp)
     tmp.replace(path)
     text = f"NetGauge summary, grid '{grid}' ({len(table)} rows)\n\n{render(table)}\n"
+    legend = variant_legend(connect(data_dir), table)
+    if legend:
+        text += "\nvariants:\n" + "\n".join(f"  {name}: {label}" for name, label in legend) + "\n"
     layout.summary_text(grid).write_text(text)
     return text

@@ -12,6 +12,7 @@ Nothing here runs in the pipeline; its rows carry `config_hash = code_version =
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -67,7 +68,10 @@ def cell_table(
         "agent": [cell.agent] * n,
         "level": np.full(n, cell.level, dtype=np.int16),
         "seed": np.full(n, cell.seed, dtype=np.int64),
+        **_cell_columns(cell, n),
+        "query_key": [synthetic_key(i) for i in ids],
         "operation": ops,
+        "size": [""] * n,
         "answer_type": ["number"] * n,
         "outcome": outcome,
         "correct": correct,
@@ -85,6 +89,19 @@ def cell_table(
         "code_version": ["synthetic"] * n,
     }
     return _fill(columns, SCHEMAS["episodes"], n)
+
+
+def synthetic_key(query_id: str) -> str:
+    """A query key for a synthetic query: distinct per query id, like a real one."""
+    return hashlib.sha256(query_id.encode()).hexdigest()[:16]
+
+
+def _cell_columns(cell: Cell, n: int) -> dict[str, object]:
+    return {
+        "queries": np.full(n, cell.queries, dtype=np.int32),
+        "variant": [cell.variant] * n,
+        "app_variant": [cell.app_variant] * n,
+    }
 
 
 def _fill(columns: dict[str, object], schema: pa.Schema, n: int) -> pa.Table:
@@ -152,7 +169,7 @@ def task_rows(
     for index in range(cell.queries):
         key = {
             "query_id": f"{cell.app}-L{cell.level}-s{cell.seed}-{index:05d}",
-            **{k: getattr(cell, k) for k in ("app", "model", "agent", "level", "seed")},
+            **cell.columns(),
         }
         steps: list[dict[str, Any]] = []
         calls: list[dict[str, Any]] = []
@@ -232,6 +249,9 @@ def _call(
         "ttft_s": 0.05,
         "tokens_per_s": rate,
         "finish_reason": "stop",
+        "request": "synthetic request",
+        "response": "synthetic response",
+        "dropped_turns": 0,
     }
 
 
@@ -246,7 +266,10 @@ def _task_episode(
     completion = sum(c["completion_tokens"] for c in calls) if calls else None
     call_s = sum(c["latency_s"] for c in calls)
     return key | {
+        "app_variant": "base",
+        "query_key": synthetic_key(key["query_id"]),
         "operation": "configure",
+        "size": "",
         "answer_type": "config",
         "outcome": "correct" if correct else "wrong",
         "correct": correct,

@@ -4,11 +4,12 @@
     con.sql("SELECT agent, avg(correct::INT) FROM episodes GROUP BY agent")
 
 Each view reads `<data>/results/<table>/**/*.parquet` with hive partitioning, so the
-path fields (app, model, agent, level, seed) are columns. A known table (one with a
-schema in `pipeline.records.SCHEMAS`) with no shard yet is an empty view with the right
-columns, so queries never fail for lack of files. Any other folder of shards under
-`results/` (e.g. `calls`, written by LLM agents) becomes a view of the same name as soon
-as it exists; until then there is no such view (see `has_table`).
+path fields (app, model, agent, level, seed, queries, variant; app_variant in queries)
+are columns; `cells` holds one row per cell with its variant's settings and full
+config. A known table (one with a schema in `pipeline.records.SCHEMAS`) with no shard
+yet is an empty view with the right columns, so queries never fail for lack of files.
+Any other folder of shards under `results/` becomes a view of the same name as soon as
+it exists; until then there is no such view (see `has_table`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ def _shard_glob(folder: Path) -> str:
 
 def connect(data_dir: str | Path = "data") -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with one view per results table."""
+    from pipeline.datadir import ensure_layout
+
+    ensure_layout(data_root(data_dir))
     root = data_root(data_dir) / "results"
     con = duckdb.connect()
     names = [t for t in SCHEMAS if t not in _INTERNAL]

@@ -33,19 +33,21 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Protocol, Self
 
-from pipeline.errors import ConfigError
-from pipeline.registry import Registry
+from pipeline.errors import ConfigError, RegistryError
 
-# Backends by name; imported only when chosen. Constructors take keyword arguments
-# probe_timeout_ms and probe_retries (how long reachability waits for a reply).
-EMULATORS = Registry(
-    "emulator",
-    {
-        "mininet": "emulators.mininet.emulator:MininetEmulator",
-        "kathara": "emulators.kathara.emulator:KatharaEmulator",
-    },
-)
-BACKEND_NAMES = {"mininet": "Mininet", "kathara": "Kathará"}  # as prompts name them
+# Backends by name, found by folder: `emulators/<name>/__init__.py` exports `BACKEND`
+# (pipeline/registry.py); imported only when chosen.
+from pipeline.registry import EMULATORS as EMULATORS
+
+
+def backend_name(name: str) -> str:
+    """The backend's name as prompts write it ("Kathará"); `name` itself if unknown."""
+    try:
+        return EMULATORS.get(name).display
+    except RegistryError:
+        return name
+
+
 IFNAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,14}$")  # Linux: at most 15 characters
 NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,11}$")  # device names
 DOMAIN_RE = re.compile(r"^[a-z][a-z0-9_]{0,6}$")  # domains: a backend may prefix them to 15
@@ -235,9 +237,17 @@ class Emulator(Protocol):
         """Create the lab's devices, domains and links, configure them, run startups."""
 
     def run(
-        self, device: str, argv: Sequence[str], *, timeout_s: float, output_bytes: int
+        self,
+        device: str,
+        argv: Sequence[str],
+        *,
+        timeout_s: float,
+        output_bytes: int,
+        host_prefix: Sequence[str] = (),
     ) -> CommandResult:
-        """Run argv (no shell) on one device; kill it at the timeout or the output cap."""
+        """Run argv (no shell) on one device; kill it at the timeout or the output cap.
+        `host_prefix` runs first, on the host, before the device is entered (e.g. a
+        command that moves the process into a cgroup, then execs the rest)."""
 
     def reachability(self) -> Reachability:
         """Ping every ordered pair of the lab's probed devices."""

@@ -73,9 +73,16 @@ class NamespaceEmulator(ABC):
 
     @abstractmethod
     def _run_capped(
-        self, device: str, argv: Sequence[str], *, timeout_s: float, output_bytes: int
+        self,
+        device: str,
+        argv: Sequence[str],
+        *,
+        timeout_s: float,
+        output_bytes: int,
+        host_prefix: Sequence[str] = (),
     ) -> CommandResult:
-        """Run argv (no shell) on `device`; kill it at the timeout or the output cap."""
+        """Run argv (no shell) on `device` under `host_prefix`; kill it at the timeout or
+        the output cap."""
 
     @abstractmethod
     def stop(self) -> None:
@@ -152,7 +159,13 @@ class NamespaceEmulator(ABC):
         return self.lab
 
     def run(
-        self, device: str, argv: Sequence[str], *, timeout_s: float = 5.0, output_bytes: int = 65536
+        self,
+        device: str,
+        argv: Sequence[str],
+        *,
+        timeout_s: float = 5.0,
+        output_bytes: int = 65536,
+        host_prefix: Sequence[str] = (),
     ) -> CommandResult:
         lab = self._running()
         if device not in self._nodes:
@@ -160,7 +173,9 @@ class NamespaceEmulator(ABC):
         if not argv:
             raise ValueError("run() needs a non-empty argv")
         self._dirty.add(device)
-        return self._run_capped(device, argv, timeout_s=timeout_s, output_bytes=output_bytes)
+        return self._run_capped(
+            device, argv, timeout_s=timeout_s, output_bytes=output_bytes, host_prefix=host_prefix
+        )
 
     def reachability(self) -> Reachability:
         lab = self._running()

@@ -2,8 +2,9 @@
 
 Backends differ only in how they enter a device (`mnexec -a PID` for Mininet, `nsenter
 --net=…` for Kathará); they build that command prefix and call `start` and `collect`.
-Every child gets its own session, a fixed environment, no stdin and `/` as its working
-directory; at the timeout or past the output cap its whole process group is killed.
+Every child gets its own session, a fixed environment, no stdin (unless a file is given)
+and `/` as its working directory; at the timeout or past the output cap its whole process
+group is killed.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from emulators.base import CommandResult
 from pipeline.errors import EnvironmentFailure
@@ -22,12 +24,15 @@ from pipeline.errors import EnvironmentFailure
 SAFE_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL": "C", "HOME": "/"}
 
 
-def start(command: Sequence[str], *, stderr: int = subprocess.STDOUT) -> subprocess.Popen:
-    """Start `command` (a device-entering prefix plus argv) with stdout piped."""
+def start(
+    command: Sequence[str], *, stderr: int = subprocess.STDOUT, stdin: Any = subprocess.DEVNULL
+) -> subprocess.Popen:
+    """Start `command` (a device-entering prefix plus argv) with stdout piped; stdin is
+    nothing unless a file is given."""
     try:
         return subprocess.Popen(
             list(command),
-            stdin=subprocess.DEVNULL,
+            stdin=stdin,
             stdout=subprocess.PIPE,
             stderr=stderr,
             env=SAFE_ENV,

@@ -8,16 +8,29 @@ parses code or a JSON command), so an LLM agent plugs in with the same interface
 
 `query` is passed so the oracle can reach the ground truth; other agents must use only
 `query.prompt`, the observations and the history.
+
+An agent that holds something per episode (an external agent's process and server) also
+has `episode(query, max_turns)`, a context manager around the episode's turns: it yields
+an `EpisodeEnd` that the runner fills in before the block ends (the last observation and
+why the episode ended), so the agent can tell its program, then release what it holds.
+`agent_episode` gives every agent that block (a no-op for the others). An agent that
+cannot reply raises `pipeline.errors.AgentFailure` (or a subclass): a typed step, never a
+failed stage.
 """
 
 from __future__ import annotations
 
+import contextlib
+import inspect
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from omegaconf import DictConfig
 
 from pipeline.core import App, Query
+from pipeline.registry import AgentSpec
 
 
 @dataclass
@@ -44,6 +57,37 @@ class Agent(Protocol):
     ) -> Reply: ...
 
 
+# An episode's read-only diagnostics: (diagnostic's name, its arguments) -> what it shows.
+Probe = Callable[[str, dict[str, Any]], str]
+
+
+@dataclass
+class EpisodeEnd:
+    """How an episode ended, filled in by the runner for an agent's `episode` block."""
+
+    observation: str = ""  # what the environment returned last
+    reason: str = "the episode ended"  # why, in a few words (shown to external agents)
+
+
+def agent_episode(
+    agent: Agent, query: Query, max_turns: int, probe: Probe | None = None
+) -> AbstractContextManager[EpisodeEnd]:
+    """The agent's `episode(query, max_turns)` block, or one that holds nothing. An agent
+    whose block takes `probe` gets the episode's read-only diagnostics (`Episode.diagnose`:
+    e.g. running code on a copy of MALT's graph), when the app has any."""
+    opener = getattr(agent, "episode", None)
+    if opener is None:
+        return _nothing()
+    if probe is not None and "probe" in inspect.signature(opener).parameters:
+        return opener(query, max_turns, probe=probe)
+    return opener(query, max_turns)
+
+
+@contextlib.contextmanager
+def _nothing() -> Iterator[EpisodeEnd]:
+    yield EpisodeEnd()
+
+
 class OracleAgent:
     """Acts from the ground truth: proves every query solvable and the scorer fair."""
 
@@ -63,3 +107,14 @@ class NullAgent:
 
     def reply(self, query: Query, observation: str, history: list[Exchange], turn: int) -> Reply:
         return Reply("")
+
+
+# The built-in agent kinds (conf/agent/*.yaml name one with `kind:`); packages on the app
+# path add theirs with `AGENTS = [AgentSpec(...)]` (pipeline/registry.py).
+AGENTS = [
+    AgentSpec("oracle", "pipeline.agents:OracleAgent", "pipeline.config:AgentConfig"),
+    AgentSpec("null", "pipeline.agents:NullAgent", "pipeline.config:AgentConfig"),
+    AgentSpec("llm", "pipeline.llm.agent:LLMAgent", "pipeline.llm.config:LLMAgentConfig"),
+    AgentSpec("mcp", "pipeline.mcp.agent:MCPAgent", "pipeline.mcp.config:MCPAgentConfig"),
+    AgentSpec("a2a", "pipeline.a2a.agent:A2AAgent", "pipeline.a2a.config:A2AAgentConfig"),
+]

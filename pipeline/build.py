@@ -11,19 +11,25 @@ from pipeline.agents import Agent
 from pipeline.cells import Cell, Layout, cell_from_config, data_root
 from pipeline.config import ROOT, compose, config_hash
 from pipeline.core import App
+from pipeline.variants import section_settings
 
 
 def cell_config(cell: Cell, data_dir: str, extra: list[str] | None = None) -> DictConfig:
     """Compose the config of one cell (the DAG's and the CLI's single entry point)."""
-    return compose([*cell.overrides(), f"data_dir={data_dir}", *(extra or [])])
+    return compose([*cell.overrides_all(), f"data_dir={data_dir}", *(extra or [])])
 
 
 def layout(cfg: DictConfig) -> Layout:
-    return Layout(data_root(cfg.data_dir))
+    """The cell's data directory, moved to the current layout first if it is older."""
+    from pipeline.datadir import ensure_layout
+
+    root = data_root(cfg.data_dir)
+    ensure_layout(root)
+    return Layout(root)
 
 
 def make_app(cfg: DictConfig) -> App:
-    app_cls = registry.APPS.load(cfg.app.kind)
+    app_cls = registry.APPS.get(cfg.app.kind).app_class()
     shared = data_root(cfg.shared_data_dir) if cfg.shared_data_dir else None
     if shared is not None and not shared.is_absolute():
         shared = ROOT / shared
@@ -33,20 +39,26 @@ def make_app(cfg: DictConfig) -> App:
 
 def make_agent(cfg: DictConfig, app: App, models: Any = None) -> Agent:
     """The cell's agent; one that uses a model gets it from `models` (a ModelPool)."""
-    agent_cls = registry.AGENTS.load(cfg.agent.kind)
+    agent_cls = registry.AGENTS.get(cfg.agent.kind).agent_class()
     if cfg.agent.uses_model:
         return agent_cls(cfg.agent, app, model=cfg.model, models=models)
     return agent_cls(cfg.agent, app)
 
 
 def queries_hash(cfg: DictConfig, app: App) -> str:
-    """What a queries shard depends on: the app config and version, level, seed, count."""
-    return config_hash(cfg.app, app.version, cfg.level, cfg.seed, cfg.queries)
+    """What a queries shard depends on: the app's result settings and version, level and
+    seed; not the count (a shard serves every count up to its length)."""
+    repeats = [True] if cfg.get("allow_repeats") else []  # unchanged hash when off
+    return config_hash(section_settings("app", cfg.app), app.version, cfg.level, cfg.seed, *repeats)
 
 
 def run_hash(cfg: DictConfig, app: App) -> str:
-    """What a cell's transcripts and verdicts depend on: its queries, agent and model."""
-    return config_hash(queries_hash(cfg, app), cfg.agent, cfg.model)
+    """What a cell's transcripts and verdicts depend on: its queries and their count, and
+    the result settings of its agent and (if the agent uses one) its model."""
+    model = section_settings("model", cfg.model) if cfg.agent.uses_model else None
+    return config_hash(
+        queries_hash(cfg, app), cfg.queries, section_settings("agent", cfg.agent), model
+    )
 
 
 __all__ = ["Cell", "cell_config", "cell_from_config", "layout", "make_agent", "make_app"]

@@ -1,26 +1,32 @@
 """Cells of a grid and where their files live.
 
-A cell is (app, model, agent, level, seed) plus a query count. Every path is a pure
-function of the cell, in hive layout, so the DAG and direct runs write the same shards:
+A cell is (app, model, agent, level, seed, queries, variant): the readable cell key plus
+the variant, which names every other result-changing setting (pipeline/variants.py).
+Every path is a pure function of the cell, in hive layout, so the DAG and direct runs
+write the same shards and every path field is a DuckDB column:
 
-    <data>/results/queries/app=A/level=L/seed=S/part-0.parquet
-    <data>/results/episodes/app=A/model=M/agent=G/level=L/seed=S/part-0.parquet
-    <data>/results/steps/app=A/model=M/agent=G/level=L/seed=S/part-0.parquet
-    <data>/results/calls/app=A/model=M/agent=G/level=L/seed=S/part-0.parquet
-    <data>/work/transcripts/app=A/model=M/agent=G/level=L/seed=S/part-0.parquet
-    <data>/work/partial/app=A/model=M/agent=G/level=L/seed=S/chunk-NNNNN.parquet
+    <data>/results/queries/app=A/app_variant=V/level=L/seed=S/part-0.parquet
+    <data>/results/<table>/app=A/model=M/agent=G/level=L/seed=S/queries=N/variant=V/part-0.parquet
+        for <table> in episodes, steps, calls, cells
+    <data>/work/transcripts/<same cell part>/part-0.parquet
+    <data>/work/partial/<same cell part>/chunk-NNNNN.parquet
     <data>/plans/<grid>.json, <data>/summaries/<grid>.{parquet,md}, <data>/logs/...
     <data>/report/index.html (figures/, tables/ beside it)
+
+A queries shard depends on the app's settings only (`app_variant`) and holds the longest
+query list asked of it so far: a cell of n queries reads its first n (smaller sets are
+prefixes of larger ones).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from omegaconf import DictConfig
 
 from pipeline.config import ROOT, check_choice
+from pipeline.variants import BASE
 
 NO_MODEL = "none"
 
@@ -33,19 +39,29 @@ class Cell:
     level: int
     seed: int
     queries: int
+    variant: str = BASE
+    app_variant: str = BASE
+    # The overrides that make the variant (not part of the identity: the variant is).
+    overrides: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def query_part(self) -> str:
-        return f"app={self.app}/level={self.level}/seed={self.seed}"
+        return f"app={self.app}/app_variant={self.app_variant}/level={self.level}/seed={self.seed}"
 
     @property
     def part(self) -> str:
         return (
             f"app={self.app}/model={self.model}/agent={self.agent}"
-            f"/level={self.level}/seed={self.seed}"
+            f"/level={self.level}/seed={self.seed}/queries={self.queries}/variant={self.variant}"
         )
 
-    def overrides(self) -> list[str]:
+    @property
+    def key(self) -> tuple[str, str, str, int, int, int, str]:
+        return (
+            self.app, self.model, self.agent, self.level, self.seed, self.queries, self.variant
+        )  # fmt: skip
+
+    def overrides_all(self) -> list[str]:
         """Hydra overrides that compose this cell's config."""
         return [
             f"app={self.app}",
@@ -54,10 +70,31 @@ class Cell:
             f"level={self.level}",
             f"seed={self.seed}",
             f"queries={self.queries}",
+            *self.overrides,
         ]
 
+    def columns(self) -> dict[str, object]:
+        """The cell's columns in every result row."""
+        return {
+            "app": self.app,
+            "model": self.model,
+            "agent": self.agent,
+            "level": self.level,
+            "seed": self.seed,
+            "queries": self.queries,
+            "variant": self.variant,
+        }
+
     def as_dict(self) -> dict[str, object]:
-        return asdict(self)
+        out = asdict(self)
+        out["overrides"] = list(self.overrides)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, object]) -> Cell:
+        data = dict(data)
+        data["overrides"] = tuple(data.get("overrides") or ())  # type: ignore[arg-type]
+        return cls(**data)  # type: ignore[arg-type]
 
 
 def data_root(data_dir: str | Path) -> Path:
@@ -89,6 +126,9 @@ class Layout:
     def calls(self, cell: Cell) -> Path:
         return self.root / "results" / "calls" / cell.part / "part-0.parquet"
 
+    def cells(self, cell: Cell) -> Path:
+        return self.root / "results" / "cells" / cell.part / "part-0.parquet"
+
     def plan(self, grid: str) -> Path:
         return self.root / "plans" / f"{grid}.json"
 
@@ -111,35 +151,41 @@ class Layout:
 
 
 def cell_from_config(cfg: DictConfig) -> Cell:
-    """The cell a composed (single-run) config describes."""
+    """The cell a composed (single-run) config describes, its variant computed from it."""
+    from pipeline.variants import variant_of
+
     model = cfg.model.name if cfg.agent.uses_model else NO_MODEL
-    return Cell(cfg.app.name, model, cfg.agent.name, cfg.level, cfg.seed, cfg.queries)
+    variant = variant_of(cfg)
+    return Cell(
+        cfg.app.name,
+        model,
+        cfg.agent.name,
+        cfg.level,
+        cfg.seed,
+        cfg.queries,
+        variant.name,
+        variant.app_variant,
+    )
 
 
-def grid_cells(grid: DictConfig, uses_model: dict[str, bool]) -> list[Cell]:
-    """Every cell of a grid but the excluded; agents that need no model get model=none once."""
-    excluded = [dict(entry) for entry in grid.get("exclude", [])]
-    cells = set()
-    for app in grid.apps:
-        for agent in grid.agents:
-            models = grid.models if uses_model[agent] else [NO_MODEL]
-            for model in models:
-                for level in grid.levels:
-                    for seed in grid.seeds:
-                        cell = Cell(app, model, agent, level, seed, grid.queries)
-                        if not any(_matches(cell, entry) for entry in excluded):
-                            cells.add(cell)
-    return sorted(cells)
-
-
-def _matches(cell: Cell, entry: dict[str, object]) -> bool:
+def cell_matches(cell: Cell, entry: dict[str, object]) -> bool:
+    """Whether a grid's exclude entry (some cell keys -> values) matches `cell`."""
     return all(str(getattr(cell, key)) == str(value) for key, value in entry.items())
 
 
-def parse_cell(app: str, model: str, agent: str, level: int, seed: int, queries: int) -> Cell:
-    """A cell from CLI arguments, with names checked against conf/."""
+def parse_cell(
+    app: str,
+    model: str,
+    agent: str,
+    level: int,
+    seed: int,
+    queries: int,
+    overrides: tuple[str, ...] = (),
+) -> Cell:
+    """A cell from CLI arguments, with names checked against conf/. Its variant is not
+    known until its config is composed (`cell_from_config`); it carries the overrides."""
     check_choice("app", app)
     check_choice("agent", agent)
     if model != NO_MODEL:
         check_choice("model", model)
-    return Cell(app, model, agent, int(level), int(seed), int(queries))
+    return Cell(app, model, agent, int(level), int(seed), int(queries), overrides=tuple(overrides))

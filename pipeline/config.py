@@ -16,16 +16,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from pipeline.core import canonical_json
 from pipeline.errors import ConfigError
+from pipeline.focus import FocusConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 CONF_DIR = ROOT / "conf"
 GROUPS = ("app", "agent", "model", "grid")
-CELL_KEYS = ("app", "model", "agent", "level", "seed")
+CELL_KEYS = ("app", "model", "agent", "level", "seed", "queries", "variant")
+# The grid's axes, also settable with `snakemake --config KEY=VALUE` (VALUE a YAML list).
+GRID_AXES = ("apps", "agents", "models", "levels", "seeds", "queries", "variants")
+VARIANT_GROUPS = ("app", "agent", "model")
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 
 
@@ -50,9 +54,16 @@ class GridConfig:
     models: list[str] = field(default_factory=lambda: ["none"])
     levels: list[int] = field(default_factory=lambda: [1, 2, 3])
     seeds: list[int] = field(default_factory=lambda: [0])
-    queries: int = 20
+    queries: Any = 20  # queries per cell: an integer or a list of them (an axis)
+    split: str = "test"  # the seeds' split (pipeline/splits.py): test seeds are never exported
+    # true: a cell asking more queries than one seed can get of its (app, level) gets what
+    # there is (its count in the path says so); false: such a grid is refused.
+    up_to_capacity: bool = False
+    # Config variants: each entry is a list of Hydra overrides of app.*, agent.* or model.*
+    # keys ([] = as the named files say); every cell runs once per entry.
+    variants: list[Any] = field(default_factory=lambda: [[]])
     # Cells to leave out: each entry matches cells on the keys it names (app, model,
-    # agent, level, seed), e.g. {app: routing, agent: zero_shot}.
+    # agent, level, seed, queries, variant), e.g. {app: routing, agent: zero_shot}.
     exclude: list[Any] = field(default_factory=list)
 
 
@@ -74,13 +85,21 @@ class NetGaugeConfig:
     level: int = 1
     seed: int = 0
     queries: int = 20
+    # Keep queries whose key repeats an earlier one's (marked in ground_truth.repeat_of)
+    # instead of drawing until distinct; a result setting (it changes the queries).
+    allow_repeats: bool = False
+    # Failure-driven sampling: draw more of what an earlier run's agent failed
+    # (pipeline/focus.py); a result setting (it changes the queries).
+    focus: FocusConfig = field(default_factory=FocusConfig)
     data_dir: str = "data"
     shared_data_dir: str = "../shared/data"
 
 
 def choices(group: str) -> list[str]:
-    """The config files available in `conf/<group>/`, by stem."""
-    return sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml"))
+    """The config files available in `conf/<group>/` (and the app path's conf dirs), by stem."""
+    from pipeline.registry import conf_dirs
+
+    return sorted({p.stem for root in conf_dirs() for p in (root / group).glob("*.yaml")})
 
 
 def check_choice(group: str, name: str) -> str:
@@ -123,17 +142,54 @@ def quote_choices(overrides: Sequence[str]) -> list[str]:
 
 def compose(overrides: Sequence[str] = ()) -> DictConfig:
     """Compose `conf/config.yaml` with Hydra's compose API (safe inside Snakemake)."""
+    return validate(compose_raw(overrides))
+
+
+def compose_raw(overrides: Sequence[str] = ()) -> DictConfig:
+    """Hydra's composition alone: group files inherit through `defaults:`, and the conf
+    dirs of $NETGAUGE_APP_PATH are on the search path; nothing checked against schemas."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
     from hydra.errors import HydraException
 
     check_overrides(overrides)
+    # Inside a @hydra.main job (pipeline.run) Hydra is already initialised: set it aside
+    # for this composition and put it back after.
+    outer = GlobalHydra.instance()
+    saved = outer.hydra if outer.is_initialized() else None
+    outer.clear()
     try:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
-            cfg = hydra_compose(config_name="config", overrides=quote_choices(overrides))
+            return hydra_compose(
+                config_name="config", overrides=[*searchpath(), *quote_choices(overrides)]
+            )
     except (HydraException, OmegaConfBaseException) as err:
         raise ConfigError(f"bad configuration override: {_first_line(err)}") from err
-    return validate(cfg)
+    finally:
+        if saved is not None:
+            GlobalHydra.instance().clear()
+            GlobalHydra.instance().initialize(saved)
+
+
+def searchpath() -> list[str]:
+    """The Hydra override that adds the app path's conf dirs (none without an app path)."""
+    from pipeline.registry import conf_dirs
+
+    extra = [f"file://{root}" for root in conf_dirs()[1:]]
+    return [f"hydra.searchpath=[{','.join(extra)}]"] if extra else []
+
+
+def load_choice(group: str, name: str) -> DictConfig:
+    """One config of a group as Hydra composes it (with what it inherits), checked against
+    its schema."""
+    check_choice(group, name)
+    node = compose_raw([f"{group}={name}"])[group]
+    if node.get("name") != name:
+        raise ConfigError(
+            f"conf/{group}/{name}.yaml sets name '{node.get('name')}'; it must equal the file stem"
+        )
+    return section(group, node)
 
 
 def validate(cfg: DictConfig) -> DictConfig:
@@ -154,6 +210,7 @@ def validate(cfg: DictConfig) -> DictConfig:
             raise ConfigError(
                 f"{key}={OmegaConf.select(cfg, key)} is out of range; expected an integer >= {low}"
             )
+    OmegaConf.to_object(cfg.focus).validate()
     if cfg.run.env_error_policy not in ("fail", "record"):
         raise ConfigError(
             f"run.env_error_policy='{cfg.run.env_error_policy}' is not allowed; "
@@ -169,7 +226,7 @@ def section(group: str, node: DictConfig) -> DictConfig:
     from pipeline import registry
 
     kind = node.get("kind", node.get("name"))
-    schema = registry.SCHEMAS[group].load(str(kind))
+    schema = registry.schema(group, str(kind))
     merged = merge_schema(node, group, schema)
     checker = getattr(OmegaConf.to_object(merged), "validate", None)
     if checker is not None:
@@ -198,8 +255,14 @@ def _check_grid(grid: DictConfig) -> None:
         raise ConfigError(f"grid '{grid.name}': levels must be integers >= 1, got {grid.levels}")
     if not grid.seeds or any(seed < 0 for seed in grid.seeds):
         raise ConfigError(f"grid '{grid.name}': seeds must be integers >= 0, got {grid.seeds}")
-    if grid.queries < 1:
-        raise ConfigError(f"grid '{grid.name}': queries must be >= 1, got {grid.queries}")
+    counts = query_counts(grid.queries)
+    if not counts or any(isinstance(c, bool) or not isinstance(c, int) or c < 1 for c in counts):
+        raise ConfigError(
+            f"grid '{grid.name}': queries must be an integer >= 1 or a list of them, "
+            f"got {to_plain(grid.queries)}"
+        )
+    for entry in grid.variants:
+        variant_overrides(entry, where=f"grid '{grid.name}': variants entry")
     for entry in grid.exclude:
         keys = set(entry) if isinstance(entry, DictConfig) else set()
         if not keys or keys - set(CELL_KEYS):
@@ -209,10 +272,34 @@ def _check_grid(grid: DictConfig) -> None:
             )
 
 
+def query_counts(value: Any) -> list[int]:
+    """The grid's `queries` as a list (an integer is a list of one)."""
+    value = to_plain(value) if isinstance(value, DictConfig | ListConfig) else value
+    return list(value) if isinstance(value, list | tuple) else [value]
+
+
+def variant_overrides(entry: Any, where: str) -> tuple[str, ...]:
+    """A variants entry checked: a list of `app.*=`, `agent.*=` or `model.*=` overrides."""
+    entry = to_plain(entry) if isinstance(entry, DictConfig | ListConfig) else entry
+    if not isinstance(entry, list | tuple) or not all(isinstance(o, str) for o in entry):
+        raise ConfigError(f"{where} {entry!r} must be a list of overrides like app.max_turns=5")
+    for item in entry:
+        key, sep, _ = item.partition("=")
+        if key == "allow_repeats" and sep:
+            continue
+        if not sep or key.split(".")[0] not in VARIANT_GROUPS or "." not in key:
+            raise ConfigError(
+                f"{where}: {item!r} is not KEY=VALUE with KEY under "
+                f"{', '.join(g + '.' for g in VARIANT_GROUPS)} (e.g. app.max_turns=5), "
+                "or allow_repeats=true"
+            )
+    return tuple(entry)
+
+
 def to_plain(section: Any) -> Any:
     return (
         OmegaConf.to_container(section, resolve=True)
-        if isinstance(section, DictConfig)
+        if isinstance(section, DictConfig | ListConfig)
         else section
     )
 
@@ -221,6 +308,16 @@ def config_hash(*parts: Any) -> str:
     """A short, stable fingerprint of config sections (stored in every shard)."""
     payload = canonical_json([to_plain(p) for p in parts])
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+def check_time_limits(turn_timeout_s: float, episode_timeout_s: float) -> None:
+    """Both limits of an external agent (MCP, A2A) are positive numbers of seconds."""
+    for key, value in (
+        ("turn_timeout_s", turn_timeout_s),
+        ("episode_timeout_s", episode_timeout_s),
+    ):
+        if not value > 0:
+            raise ConfigError(f"agent.{key}={value} is out of range; expected > 0 seconds")
 
 
 def _first_line(err: BaseException) -> str:

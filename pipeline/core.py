@@ -13,7 +13,10 @@ import json
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from pipeline.capacity import Capacity
 
 
 class Outcome(enum.StrEnum):
@@ -27,6 +30,10 @@ class Outcome(enum.StrEnum):
     RESOURCE_LIMIT = "resource_limit"  # a memory or output-size limit was hit
     BLOCKED = "blocked"  # the sandbox refused the action (blocked import, file, network, shell)
     ENV_ERROR = "env_error"  # the environment or model server failed, not the agent
+    SCORE_ERROR = "score_error"  # the app's scorer failed on the episode (its bug; reason kept)
+    CONTEXT_OVERFLOW = "context_overflow"  # the conversation no longer fit the model's context
+    AGENT_ERROR = "agent_error"  # the agent failed: it exited, broke its protocol, was unreachable
+    AGENT_TIMEOUT = "agent_timeout"  # the agent did not answer within its turn or episode limit
 
 
 class StepStatus(enum.StrEnum):
@@ -39,6 +46,9 @@ class StepStatus(enum.StrEnum):
     RESOURCE_LIMIT = "resource_limit"
     BLOCKED = "blocked"
     ENV_ERROR = "env_error"
+    CONTEXT_OVERFLOW = "context_overflow"  # the agent could not reply: its context was full
+    AGENT_ERROR = "agent_error"  # the agent failed outside the environment (reason in `error`)
+    AGENT_TIMEOUT = "agent_timeout"  # the agent did not answer in time (reason in `error`)
 
 
 @dataclass(frozen=True)
@@ -56,6 +66,13 @@ class Query:
     operation: str  # label for breakdowns, e.g. "remove>count" or "for_if(update)"
     ground_truth: dict[str, Any]
     env_key: str = ""  # which environment instance the query runs in (e.g. a topology id)
+    # What the query is, canonically: what the agent is asked and the hidden state it must
+    # discover, never incidental wording (pipeline/querygen.py: query_key). No two queries
+    # of one (app config, level) share it, whatever seeds are in use (seed slots).
+    key: str = ""
+    # The size class the query was drawn at ("small", "medium", "large"; "" when the app
+    # has none): with `operation`, the axes of the capability-boundary breakdown.
+    size: str = ""
 
     def ground_truth_json(self) -> str:
         return canonical_json(self.ground_truth)
@@ -102,19 +119,64 @@ class Verdict:
     tasks_solved: int | None = None
 
 
+@dataclass(frozen=True)
+class Action:
+    """An app's action as a function an agent may call: the tool of native tool calls,
+    the JSON schema of constrained decoding, the tool of an MCP server. The arguments are
+    turned into the app's own reply text by its ReplyFormat.render, so the episode reads
+    every agent's action the same way."""
+
+    name: str  # e.g. "run_command"
+    description: str  # what it does, for the model (one or two sentences)
+    parameters: dict[str, Any]  # JSON schema of the arguments (an object)
+
+    def tool(self) -> dict[str, Any]:
+        """The OpenAI `tools` entry; `strict`, so servers that can constrain a call's
+        arguments to the schema do (vLLM does only then)."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+                "strict": True,
+            },
+        }
+
+    def response_format(self) -> dict[str, Any]:
+        """The OpenAI `response_format` that constrains a reply to the arguments' schema."""
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": self.name, "schema": self.parameters, "strict": True},
+        }
+
+
 class ReplyFormat(Protocol):
     """How an app wants replies written; LLM agents use it to repair bad ones.
 
     `check` must agree with what the app's episodes can parse: a reply it accepts is
-    never a parse_error step.
+    never a parse_error step. `action` declares the reply as a function call, and
+    `render(arguments)` writes a call's arguments as the reply text the episode reads
+    (constrained decoding, native tool calls and protocol agents go through it).
     """
 
     instructions: str  # one sentence: the required format, quoted in re-prompts
     example: str  # a complete reply in the right format (for the re-prompt with example)
+    action: Action
 
     def check(self, reply: str) -> str | None:
         """None when `reply` can be parsed, else why not (shown to the model)."""
         ...
+
+    def render(self, arguments: dict[str, Any]) -> str:
+        """The reply text for a call of `action` with these (already parsed) arguments."""
+        ...
+
+
+def diagnostics(reply_format: Any) -> tuple[Action, ...]:
+    """The read-only diagnostics an app offers beside its action (a ReplyFormat's optional
+    `diagnostics`; its episodes answer them with `diagnose(name, arguments)`)."""
+    return tuple(getattr(reply_format, "diagnostics", ()))
 
 
 class Episode(Protocol):
@@ -143,7 +205,17 @@ class App(Protocol):
     reply_format: ReplyFormat
     few_shot: Sequence[tuple[str, str]]  # (task, ideal reply) pairs written for the app
 
-    def generate(self, level: int, seed: int, count: int) -> Iterator[Query]: ...
+    def generate(
+        self, level: int, seed: int, count: int, *, allow_repeats: bool = False
+    ) -> Iterator[Query]:
+        """`count` queries with distinct keys (pipeline/querygen.py: KeyTracker);
+        `allow_repeats` keeps repeats and names the earlier query in
+        `ground_truth["repeat_of"]`."""
+        ...
+
+    def capacity(self, level: int) -> Capacity:
+        """How many distinct queries `level` holds, in all and for one seed."""
+        ...
 
     def environment(self) -> Environment: ...
 

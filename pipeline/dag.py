@@ -6,6 +6,7 @@ tested without Snakemake.
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import sys
@@ -14,19 +15,29 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.cells import Cell
+from pipeline.config import GRID_AXES
 from pipeline.errors import NetGaugeError
 from pipeline.plan import Plan, load_plan
+from pipeline.records import shard_rows
 
 STAGE_CMD = f"{shlex.quote(sys.executable)} -m pipeline.stages"
+_NAME = r"[a-z0-9][a-z0-9_.-]*"
 WILDCARDS = {
-    "app": r"[a-z0-9][a-z0-9_.-]*",
-    "model": r"[a-z0-9][a-z0-9_.-]*",
-    "agent": r"[a-z0-9][a-z0-9_.-]*",
+    "app": _NAME,
+    "model": _NAME,
+    "agent": _NAME,
     "level": r"\d+",
     "seed": r"\d+",
+    "queries": r"\d+",
+    "variant": _NAME,
+    "app_variant": _NAME,
 }
 # A cell whose fields are Snakemake wildcards: Layout turns it into output patterns.
-_WILDCARD_CELL = Cell("{app}", "{model}", "{agent}", "{level}", "{seed}", 0)  # type: ignore[arg-type]
+_WILDCARD_CELL = Cell(
+    "{app}", "{model}", "{agent}", "{level}", "{seed}", "{queries}", "{variant}", "{app_variant}"
+)  # type: ignore[arg-type]
+# `snakemake --config` keys: these two, and the grid's axes (pipeline/config.py).
+CONFIG_KEYS = ("grid", "data_dir")
 
 
 @dataclass(frozen=True)
@@ -35,18 +46,19 @@ class Workflow:
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> Workflow:
-        """The workflow for `--config grid=NAME data_dir=DIR`; config errors become
-        Snakemake WorkflowErrors with our message."""
-        unknown = set(config) - {"grid", "data_dir"}
+        """The workflow for `--config grid=NAME data_dir=DIR [AXIS=VALUE ...]`, where an
+        AXIS (apps, agents, models, levels, seeds, queries, variants) overrides the grid's;
+        config errors become Snakemake WorkflowErrors with our message."""
+        unknown = set(config) - set(CONFIG_KEYS) - set(GRID_AXES)
         try:
             if unknown:
                 raise NetGaugeError(
                     f"unknown --config key(s): {', '.join(sorted(unknown))}; "
-                    "choose from: grid, data_dir"
+                    f"choose from: {', '.join([*CONFIG_KEYS, *GRID_AXES])}"
                 )
-            return cls(
-                load_plan(str(config.get("grid", "default")), str(config.get("data_dir", "data")))
-            )
+            axes = {k: v for k, v in config.items() if k in GRID_AXES}
+            grid = str(config.get("grid", "default"))
+            return cls(load_plan(grid, str(config.get("data_dir", "data")), axes))
         except NetGaugeError as err:
             from snakemake.exceptions import WorkflowError
 
@@ -60,6 +72,11 @@ class Workflow:
     def data_dir(self) -> str:
         return shlex.quote(str(self.root))
 
+    @property
+    def axes_param(self) -> str:
+        """The plan stage's --axes argument: the axes this workflow overrides."""
+        return shlex.quote(json.dumps(self.plan.axes, sort_keys=True))
+
     def pattern(self, table: str) -> str:
         """A shard's path with Snakemake wildcards, from the same Layout the stages use."""
         return str(getattr(self.plan.layout, table)(_WILDCARD_CELL))
@@ -72,22 +89,43 @@ class Workflow:
         part = cell.query_part if stage == "generate" else cell.part
         return str(self.root / "logs" / stage / part.replace("/", "_")) + ".log"
 
-    def queries_param(self, wildcards: Any) -> int:
-        return self.plan.queries_count(wildcards.app, int(wildcards.level), int(wildcards.seed))
-
-    def cell_param(self, wildcards: Any) -> int:
-        """The query count of the cell named by the wildcards."""
-        key = (
-            wildcards.app,
-            wildcards.model,
-            wildcards.agent,
-            int(wildcards.level),
-            int(wildcards.seed),
+    def _cell(self, wildcards: Any) -> Cell:
+        return self.plan.cell(
+            (
+                wildcards.app,
+                wildcards.model,
+                wildcards.agent,
+                int(wildcards.level),
+                int(wildcards.seed),
+                int(wildcards.queries),
+                wildcards.variant,
+            )
         )
-        for cell in self.plan.cells:
-            if (cell.app, cell.model, cell.agent, cell.level, cell.seed) == key:
-                return cell.queries
-        raise NetGaugeError(f"no cell {key} in grid '{self.plan.grid}'")
+
+    def queries_param(self, wildcards: Any) -> int:
+        """How many queries the generate job makes: what the grid needs, or what the shard
+        already holds if that is more. So a grid asking fewer queries than a shard holds
+        does not change the job's params (Snakemake would rerun it, and every cell after
+        it), and one asking more does."""
+        needed = self.plan.queries_count(
+            wildcards.app, wildcards.app_variant, int(wildcards.level), int(wildcards.seed)
+        )
+        path = Path(self.pattern("queries").format(**dict(wildcards.items())))
+        return max(needed, shard_rows(path))
+
+    def app_sets(self, wildcards: Any) -> str:
+        """`--set` arguments that make the queries shard's app variant."""
+        overrides = self.plan.app_overrides(wildcards.app, wildcards.app_variant)
+        return _sets(overrides, wildcards.app_variant)
+
+    def cell_sets(self, wildcards: Any) -> str:
+        """`--set` arguments that make the cell's variant."""
+        cell = self._cell(wildcards)
+        return _sets(cell.overrides, cell.variant)
+
+    def queries_input(self, wildcards: Any) -> str:
+        """The queries shard a cell reads (its app variant's)."""
+        return str(self.plan.layout.queries(self._cell(wildcards)))
 
     @property
     def llm_models(self) -> list[str]:
@@ -95,26 +133,22 @@ class Workflow:
 
     def model_shards(self, table: str, model: str) -> list[str]:
         """One shard per cell of `model` (its run job plays them all on one server)."""
-        shards = [self._fill(self.pattern(table), c) for c in self.plan.model_cells(model)]
+        layout = self.plan.layout
+        shards = [str(getattr(layout, table)(c)) for c in self.plan.model_cells(model)]
         return sorted(set(shards))  # cells of one model share their queries shards
 
     def cell_shards(self, table: str) -> list[str]:
-        return [self._fill(self.pattern(table), cell) for cell in self.plan.cells]
-
-    @staticmethod
-    def _fill(pattern: str, cell: Cell) -> str:
-        return pattern.format(
-            app=cell.app, model=cell.model, agent=cell.agent, level=cell.level, seed=cell.seed
-        )
+        layout = self.plan.layout
+        return [str(getattr(layout, table)(cell)) for cell in self.plan.cells]
 
     @property
     def plan_path(self) -> str:
-        return str(self.plan.layout.plan(self.plan.grid))
+        return str(self.plan.layout.plan(self.plan.name))
 
     @property
     def summary_paths(self) -> list[str]:
         layout = self.plan.layout
-        return [str(layout.summary(self.plan.grid)), str(layout.summary_text(self.plan.grid))]
+        return [str(layout.summary(self.plan.name)), str(layout.summary_text(self.plan.name))]
 
     @property
     def report_path(self) -> str:
@@ -131,3 +165,9 @@ class Workflow:
             print(f"summary:  {text}", file=sys.stderr)
         if Path(self.report_path).exists():
             print(f"report:   {self.report_path}", file=sys.stderr)
+
+
+def _sets(overrides: tuple[str, ...], variant: str) -> str:
+    """Stage arguments for a variant: each override as --set, and the variant to check."""
+    args = [f"--set={o}" for o in overrides] + [f"--variant={variant}"]
+    return " ".join(shlex.quote(a) for a in args)

@@ -9,40 +9,65 @@ from omegaconf import DictConfig
 from tqdm import tqdm
 
 from pipeline.build import layout, make_app, queries_hash
+from pipeline.capacity import check_request
 from pipeline.cells import cell_from_config
-from pipeline.core import App, Query
-from pipeline.records import read_shard, to_table, write_shard
+from pipeline.core import App, Query, canonical_json
+from pipeline.focus import generate_kwargs, weights
+from pipeline.records import read_shard, shard_hash, shard_rows, to_table, write_shard
 
 log = logging.getLogger(__name__)
 
 
 def generate(cfg: DictConfig, app: App | None = None) -> Path:
-    """Generate `cfg.queries` queries of `cfg.level` with `cfg.seed`; write the shard."""
+    """Make the cell's queries shard hold at least `cfg.queries` queries of `cfg.level`
+    with `cfg.seed`. A shard of the same app settings that is long enough is kept as it
+    is (a cell reads its prefix); a shorter or stale one is generated again, at the
+    longer of the two lengths, so no cell that used it loses its queries."""
     app = app or make_app(cfg)
     cell = cell_from_config(cfg)
     path = layout(cfg).queries(cell)
+    digest = queries_hash(cfg, app)
+    have = shard_rows(path) if shard_hash(path) == digest else 0
+    if have >= cfg.queries:
+        log.info("%s already holds %d >= %d queries", path, have, cfg.queries)
+        return path
+    count = max(cfg.queries, have)
+    if not cfg.allow_repeats:
+        check_request(cfg.app.name, cfg.level, count, app.capacity(cfg.level))
+    focus = weights(cfg)
     rows = []
-    queries = app.generate(cfg.level, cfg.seed, cfg.queries)
-    for query in tqdm(queries, total=cfg.queries, desc=f"generate {cell.query_part}", unit="q"):
-        rows.append(query_row(query, app.version))
-    write_shard("queries", to_table("queries", rows), path, config_hash=queries_hash(cfg, app))
+    queries = app.generate(
+        cfg.level,
+        cfg.seed,
+        count,
+        allow_repeats=bool(cfg.allow_repeats),
+        **generate_kwargs(app, focus),
+    )
+    stored = canonical_json(focus) if focus else ""
+    for query in tqdm(queries, total=count, desc=f"generate {cell.query_part}", unit="q"):
+        rows.append(query_row(query, app.version, cell.app_variant) | {"focus": stored})
+    write_shard("queries", to_table("queries", rows), path, config_hash=digest)
     log.info("wrote %d queries to %s", len(rows), path)
     return path
 
 
-def query_row(query: Query, app_version: str) -> dict[str, object]:
+def query_row(query: Query, app_version: str, app_variant: str) -> dict[str, object]:
     return {
         "query_id": query.query_id,
         "app": query.app,
         "level": query.level,
         "seed": query.seed,
+        "app_variant": app_variant,
         "query_index": query.index,
+        "query_key": query.key or None,
         "app_version": app_version,
         "env_key": query.env_key,
         "operation": query.operation,
+        "size": query.size,
         "answer_type": query.answer_type,
         "prompt": query.prompt,
         "ground_truth": query.ground_truth_json(),
+        "focus": "",
     }
 
 
@@ -61,8 +86,10 @@ def read_queries(path: Path, limit: int | None = None) -> list[Query]:
             prompt=row["prompt"],
             answer_type=row["answer_type"],
             operation=row["operation"],
+            size=row["size"],
             ground_truth=json.loads(row["ground_truth"]),
             env_key=row["env_key"],
+            key=row["query_key"] or "",
         )
         for row in table.to_pylist()
     ]

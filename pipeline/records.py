@@ -2,10 +2,11 @@
 
 Tables (documented column by column in data/README.md):
     queries      one row per generated query
-    calls        one row per model call (LLM agents only)
+    calls        one row per model call or protocol agent's call
     transcripts  one row per agent turn, as played (internal: the score stage's input)
     episodes     one row per query x agent: the verdict
     steps        one row per agent turn: its task, attempt and per-step safety verdict
+    cells        one row per cell: its variant, the settings that make it, its full config
 
 Each shard carries key-value metadata: netgauge.table, netgauge.schema_version,
 netgauge.config_hash, netgauge.code_version. Writes go to a temp file in the same
@@ -26,11 +27,22 @@ import pyarrow.parquet as pq
 
 from pipeline.config import ROOT
 from pipeline.errors import DataError
+from pipeline.untrusted import storable
 
-# The column layout's version, per table; readers refuse other versions. Version 2 added
-# the task columns to the result tables (scoring rebuilds them from the transcripts).
-RESULTS = ("episodes", "steps", "calls")  # tables the score stage writes
-SCHEMA_VERSIONS = {"queries": "1", "transcripts": "1", "episodes": "2", "steps": "2", "calls": "2"}
+# The column layout's version, per table; readers refuse other versions. Version 2 of
+# the result tables added the task columns; version 3 (2 of queries and transcripts) the
+# query count, the variant and the query key (data directories of the layout before are
+# migrated by pipeline/datadir.py). Version 5 of `calls` lets tokens and time to first token
+# be null (protocol agents report them only sometimes); older shards are rescored.
+RESULTS = ("episodes", "steps", "calls", "cells")  # tables the score stage writes
+SCHEMA_VERSIONS = {
+    "queries": "3",
+    "transcripts": "2",
+    "episodes": "4",
+    "steps": "3",
+    "calls": "5",
+    "cells": "1",
+}
 
 _CELL = [
     pa.field("app", pa.string(), nullable=False),
@@ -38,6 +50,8 @@ _CELL = [
     pa.field("agent", pa.string(), nullable=False),
     pa.field("level", pa.int16(), nullable=False),
     pa.field("seed", pa.int64(), nullable=False),
+    pa.field("queries", pa.int32(), nullable=False),
+    pa.field("variant", pa.string(), nullable=False),
 ]
 
 # What a turn records, in `transcripts` (as played) and `steps` (as scored).
@@ -64,13 +78,19 @@ SCHEMAS: dict[str, pa.Schema] = {
             pa.field("app", pa.string(), nullable=False),
             pa.field("level", pa.int16(), nullable=False),
             pa.field("seed", pa.int64(), nullable=False),
+            pa.field("app_variant", pa.string(), nullable=False),
             pa.field("query_index", pa.int32(), nullable=False),
+            pa.field("query_key", pa.string()),  # null only in migrated shards
             pa.field("app_version", pa.string(), nullable=False),
             pa.field("env_key", pa.string(), nullable=False),
             pa.field("operation", pa.string(), nullable=False),
+            pa.field("size", pa.string(), nullable=False),
             pa.field("answer_type", pa.string(), nullable=False),
             pa.field("prompt", pa.string(), nullable=False),
             pa.field("ground_truth", pa.string(), nullable=False),
+            # Failure-driven sampling, JSON: the earlier run, the agent, the weights per
+            # operation the query was drawn with ("" when drawn uniformly).
+            pa.field("focus", pa.string(), nullable=False),
         ]
     ),
     "transcripts": pa.schema(
@@ -89,7 +109,10 @@ SCHEMAS: dict[str, pa.Schema] = {
         [
             pa.field("query_id", pa.string(), nullable=False),
             *_CELL,
+            pa.field("app_variant", pa.string(), nullable=False),
+            pa.field("query_key", pa.string()),  # null only in migrated shards
             pa.field("operation", pa.string(), nullable=False),
+            pa.field("size", pa.string(), nullable=False),
             pa.field("answer_type", pa.string(), nullable=False),
             pa.field("outcome", pa.string(), nullable=False),
             pa.field("correct", pa.bool_(), nullable=False),
@@ -133,12 +156,29 @@ SCHEMAS: dict[str, pa.Schema] = {
             pa.field("call_index", pa.int16(), nullable=False),
             pa.field("purpose", pa.string(), nullable=False),
             pa.field("served_model", pa.string(), nullable=False),
-            pa.field("prompt_tokens", pa.int64(), nullable=False),
-            pa.field("completion_tokens", pa.int64(), nullable=False),
+            # Null where the agent did not report them (protocol agents).
+            pa.field("prompt_tokens", pa.int64()),
+            pa.field("completion_tokens", pa.int64()),
             pa.field("latency_s", pa.float64(), nullable=False),
-            pa.field("ttft_s", pa.float64(), nullable=False),
-            pa.field("tokens_per_s", pa.float64(), nullable=False),
+            pa.field("ttft_s", pa.float64()),
+            pa.field("tokens_per_s", pa.float64()),
             pa.field("finish_reason", pa.string()),
+            pa.field("request", pa.string(), nullable=False),
+            pa.field("response", pa.string(), nullable=False),
+            pa.field("dropped_turns", pa.int16(), nullable=False),
+        ]
+    ),
+    "cells": pa.schema(
+        [
+            *_CELL,
+            pa.field("app_variant", pa.string(), nullable=False),
+            pa.field("variant_label", pa.string(), nullable=False),
+            pa.field("differences", pa.string(), nullable=False),  # JSON {dotted key: value}
+            pa.field("settings", pa.string(), nullable=False),  # JSON: app, agent, model
+            pa.field("config", pa.string(), nullable=False),  # JSON: the whole composed config
+            pa.field("split", pa.string(), nullable=False),
+            pa.field("config_hash", pa.string(), nullable=False),
+            pa.field("code_version", pa.string(), nullable=False),
         ]
     ),
 }
@@ -173,6 +213,9 @@ def to_table(table: str, rows: Iterable[Mapping[str, Any]]) -> pa.Table:
     if missing:
         raise DataError(f"rows for table '{table}' lack columns: {', '.join(missing)}")
     columns = {f.name: [row[f.name] for row in rows] for f in schema}
+    for f in schema:
+        if pa.types.is_string(f.type):  # replies and outputs may hold lone surrogates
+            columns[f.name] = [storable(v) if isinstance(v, str) else v for v in columns[f.name]]
     return pa.table(columns, schema=schema)
 
 
@@ -233,3 +276,8 @@ def shard_hash(path: Path) -> str | None:
     if meta.get("netgauge.schema_version") != SCHEMA_VERSIONS.get(meta.get("netgauge.table", "")):
         return None
     return meta.get("netgauge.config_hash")
+
+
+def shard_rows(path: Path) -> int:
+    """The rows of a shard (0 when it does not exist), from its footer alone."""
+    return pq.read_metadata(path).num_rows if path.exists() else 0

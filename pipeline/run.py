@@ -3,10 +3,15 @@
     python -m pipeline.run app=malt agent=oracle level=2 queries=20
     python -m pipeline.run -m app=malt agent=oracle,null level=1,2,3 queries=20
 
-Each job generates (if its queries shard is missing or stale), runs and scores one cell,
-writing exactly the shards the Snakemake DAG writes for it (paths depend only on the
-cell), and skips work whose shard already matches its config hash. Hydra's own output
-goes to fixed folders under <data_dir>/logs/hydra/, never timestamped.
+    python -m pipeline.run -m app=malt agent=oracle queries=5,10 app.max_turns=1,2
+
+Each job generates (if its queries shard is missing, stale or too short), runs and scores
+one cell, writing exactly the shards the Snakemake DAG writes for it, and skips work whose
+shard already matches its config hash. A cell is its full effective config: jobs that
+differ in the query count or in any setting that can change a result (`app.*`, `agent.*`,
+`model.*` but the operational ones) write side by side, under their own `queries=` and
+`variant=` path fields (pipeline/variants.py). Hydra's own output goes to fixed folders
+under <data_dir>/logs/hydra/, never timestamped.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
-from pipeline.config import CONF_DIR, check_overrides, quote_choices, validate
+from pipeline.config import CONF_DIR, check_overrides, quote_choices, searchpath, validate
 from pipeline.errors import NetGaugeError
 
 log = logging.getLogger(__name__)
@@ -25,31 +30,31 @@ log = logging.getLogger(__name__)
 
 def run_cell(cfg: DictConfig) -> dict[str, object]:
     """Bring one cell up to date; return its cell key and correctness rate."""
-    from pipeline.build import layout, make_app, queries_hash, run_hash
+    from pipeline.build import layout, make_app, run_hash
     from pipeline.cells import cell_from_config
     from pipeline.generate import generate
     from pipeline.records import read_shard, shard_hash
     from pipeline.runner import run
     from pipeline.scoring import score
+    from pipeline.variants import variant_of
 
     app = make_app(cfg)
     cell = cell_from_config(cfg)
     paths = layout(cfg)
-    if shard_hash(paths.queries(cell)) != queries_hash(cfg, app):
-        generate(cfg, app)
+    generate(cfg, app)  # a no-op when the shard already holds enough queries
     digest = run_hash(cfg, app)
     if shard_hash(paths.transcripts(cell)) != digest:
         run(cfg)
-    if any(
-        shard_hash(p) != digest
-        for p in (paths.episodes(cell), paths.steps(cell), paths.calls(cell))
-    ):
+    scored = (paths.episodes(cell), paths.steps(cell), paths.calls(cell), paths.cells(cell))
+    if any(shard_hash(p) != digest for p in scored):
         score(cfg)
     episodes = read_shard("episodes", paths.episodes(cell)).to_pydict()
     n = len(episodes["correct"])
     rate = sum(episodes["correct"]) / n if n else 0.0
     log.info("%s: %d episodes, %.1f %% correct", cell.part, n, 100 * rate)
     print(f"{cell.part}: n={n} correct={100 * rate:.1f}% -> {paths.episodes(cell)}")
+    if cell.variant != "base":
+        print(f"  variant {cell.variant}: {variant_of(cfg).label}")
     return {"cell": cell.part, "n": n, "correct": rate}
 
 
@@ -68,5 +73,5 @@ if __name__ == "__main__":
     except NetGaugeError as err:
         print(f"error: {err}", file=sys.stderr)
         sys.exit(2)
-    sys.argv[1:] = quote_choices(sys.argv[1:])
+    sys.argv[1:] = [*searchpath(), *quote_choices(sys.argv[1:])]
     main()

@@ -10,6 +10,7 @@ every query has been played.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import queue
 import threading
@@ -21,13 +22,15 @@ from typing import Any
 from omegaconf import DictConfig
 from tqdm import tqdm
 
-from pipeline.agents import Agent, Exchange, Reply
+from pipeline import untrusted
+from pipeline.agents import Agent, Reply, agent_episode
 from pipeline.build import layout, make_agent, make_app, run_hash
 from pipeline.cells import Cell, cell_from_config
 from pipeline.checkpoint import CellFailed, Checkpoint
 from pipeline.core import App, Environment, Query, StepResult, StepStatus, canonical_json
-from pipeline.errors import EnvironmentFailure
+from pipeline.errors import AgentFailure, AgentStopped, EnvironmentFailure
 from pipeline.generate import read_queries
+from pipeline.play import EpisodeLoop
 from pipeline.records import write_shard
 
 log = logging.getLogger(__name__)
@@ -50,25 +53,27 @@ def run(cfg: DictConfig, models: Any = None) -> Path:
 
 
 def run_model(grid: str, model: str, data_dir: str) -> list[Path]:
-    """Play every cell of `grid` that uses `model`, on one served instance of it.
+    """Play every cell of plan `grid` (its file, written by the plan stage) that uses
+    `model`, on one served instance of it.
 
     Cells whose transcripts are already up to date are skipped, so a rerun after a crash
     resumes with the cell that was interrupted (itself resumed from its checkpoint).
     """
     from pipeline.build import cell_config
+    from pipeline.cells import Layout, data_root
     from pipeline.llm.models import ModelPool
-    from pipeline.plan import load_plan
+    from pipeline.plan import read_plan
     from pipeline.records import shard_hash
 
-    plan = load_plan(grid, data_dir)
-    cells = plan.model_cells(model)
+    cells = [c for c in read_plan(data_dir, grid) if c.model == model]
     if not cells:
-        raise CellFailed(f"grid '{grid}' has no cell with model '{model}'")
+        raise CellFailed(f"plan '{grid}' has no cell with model '{model}'")
+    paths = Layout(data_root(data_dir))
     done = []
-    with ModelPool(plan.layout.root) as models:
+    with ModelPool(paths.root) as models:
         for cell in cells:
             cfg = cell_config(cell, data_dir)
-            path = plan.layout.transcripts(cell)
+            path = paths.transcripts(cell)
             if shard_hash(path) != run_hash(cfg, make_app(cfg)):
                 run(cfg, models)
             done.append(path)
@@ -192,32 +197,76 @@ def _env_error(rows: list[dict[str, Any]]) -> str | None:
 
 
 def play(env: Environment, agent: Agent, query: Query, cell: Cell) -> list[dict[str, Any]]:
-    """One episode; returns its transcript rows. Environment failures become env_error steps."""
+    """One episode; returns its transcript rows. Environment failures become env_error
+    steps; an agent that cannot reply (AgentFailure) a step of its status, which ends the
+    episode (one that stopped by itself after acting adds none)."""
     rows: list[dict[str, Any]] = []
-    history: list[Exchange] = []
     try:
         with env.episode(query) as episode:
-            observation = episode.observe()
-            for turn in range(1, episode.max_turns + 1):
-                started = time.perf_counter()
-                reply = agent.reply(query, observation, history, turn)
-                agent_s = time.perf_counter() - started
-                result = _step(episode, reply.text)
-                rows.append(_row(query, cell, turn, reply, result, agent_s))
-                history.append(Exchange(observation, reply.text))
-                if result.done or result.status is StepStatus.ENV_ERROR:
-                    break
-                observation = result.output
+            loop = EpisodeLoop(episode)
+            probe = getattr(episode, "diagnose", None)
+            with agent_episode(agent, query, loop.max_turns or 0, probe) as end:
+                while not loop.over:
+                    turn = loop.turn + 1
+                    started = time.perf_counter()
+                    try:
+                        reply = agent.reply(query, loop.observation, list(loop.history), turn)
+                    except AgentFailure as err:  # the agent cannot reply any more
+                        agent_s = time.perf_counter() - started
+                        end.reason = _agent_ended(rows, query, cell, turn, err, agent_s)
+                        break
+                    agent_s = time.perf_counter() - started
+                    result = loop.step(reply.text)
+                    rows.append(_row(query, cell, turn, reply, result, agent_s))
+                else:
+                    end.reason = _why_over(loop)
+                end.observation = loop.observation
     except EnvironmentFailure as err:
         rows.append(_env_error_row(query, cell, len(rows) + 1, str(err)))
     return rows
 
 
-def _step(episode: Any, reply: str) -> StepResult:
-    try:
-        return episode.step(reply)
-    except EnvironmentFailure as err:
-        return StepResult("", StepStatus.ENV_ERROR, "", error=str(err), done=True)
+def _why_over(loop: EpisodeLoop) -> str:
+    last = loop.steps[-1] if loop.steps else None
+    if last is not None and last.status is StepStatus.ENV_ERROR:
+        return "the environment failed"
+    if last is not None and last.done and not loop.at_limit:
+        return "the task is done"
+    return f"the turn budget ({loop.max_turns}) is used up"
+
+
+def _agent_ended(
+    rows: list[dict[str, Any]],
+    query: Query,
+    cell: Cell,
+    turn: int,
+    err: AgentFailure,
+    agent_s: float,
+) -> str:
+    """Record why the agent gave no reply; return the reason shown to it."""
+    if isinstance(err, AgentStopped) and rows:
+        last = rows[-1]  # nothing to judge: its calls join the last step's
+        calls = [*json.loads(last["calls"]), *err.calls]
+        last["calls"] = canonical_json(calls)
+        if err.calls:
+            last["prompt_tokens"], last["completion_tokens"] = _tokens(calls)
+        return f"you stopped: {err}"
+    status = StepStatus(err.status)
+    reason = f"stopped before any action: {err}" if isinstance(err, AgentStopped) else str(err)
+    ended = StepResult("", status, "", error=reason[:2000], done=True)
+    tokens = _tokens(err.calls)
+    reply = Reply("", *tokens, calls=err.calls)
+    rows.append(_row(query, cell, turn, reply, ended, agent_s))
+    return f"{status}: {reason}"
+
+
+def _tokens(calls: list[dict[str, Any]]) -> tuple[int | None, int | None]:
+    """The calls' prompt and completion tokens, summed where reported (None: none were)."""
+    out = []
+    for key in ("prompt_tokens", "completion_tokens"):
+        values = [c[key] for c in calls if c.get(key) is not None]
+        out.append(sum(values) if values else None)
+    return out[0], out[1]
 
 
 def _row(
@@ -230,13 +279,9 @@ def _row(
 ) -> dict[str, Any]:
     return {
         "query_id": query.query_id,
-        "app": cell.app,
-        "model": cell.model,
-        "agent": cell.agent,
-        "level": cell.level,
-        "seed": cell.seed,
+        **cell.columns(),
         "turn": turn,
-        "reply": reply.text,
+        "reply": untrusted.stored_reply(reply.text),
         "action": result.action,
         "status": str(result.status),
         "output": result.output,

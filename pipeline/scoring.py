@@ -1,5 +1,5 @@
 """Stage `score`: the app's scorer turns a cell's transcripts into `episodes`, `steps`
-and `calls`.
+and `calls`, and records the cell itself (its variant and full config) in `cells`.
 
 Scoring is a pure function of the ground truth and the recorded steps, so verdicts can
 be recomputed (e.g. after a scorer fix) without replaying any agent. The task columns
@@ -15,23 +15,35 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
 from pipeline.build import layout, make_app, run_hash
-from pipeline.cells import cell_from_config
-from pipeline.core import Query, StepResult, StepStatus, TaskStep, Verdict, canonical_json
+from pipeline.cells import Cell, cell_from_config
+from pipeline.core import (
+    App,
+    Outcome,
+    Query,
+    StepResult,
+    StepStatus,
+    TaskStep,
+    Verdict,
+    canonical_json,
+)
 from pipeline.errors import DataError
 from pipeline.generate import read_queries
 from pipeline.records import code_version, read_shard, to_table, write_shard
+from pipeline.splits import split_of
+from pipeline.variants import variant_of
 
 log = logging.getLogger(__name__)
 
 
-def score(cfg: DictConfig) -> tuple[Path, Path, Path]:
-    """Score the cell's transcripts; write its episodes, steps and calls shards."""
+def score(cfg: DictConfig) -> tuple[Path, Path, Path, Path]:
+    """Score the cell's transcripts; write its episodes, steps, calls and cells shards."""
     app = make_app(cfg)
     cell = cell_from_config(cfg)
+    columns = cell.columns()
     paths = layout(cfg)
     digest = run_hash(cfg, app)
     queries = read_queries(paths.queries(cell), limit=cfg.queries)
@@ -48,7 +60,7 @@ def score(cfg: DictConfig) -> tuple[Path, Path, Path]:
     version = code_version()
     for query in tqdm(queries, desc=f"score {cell.part}", unit="ep"):
         rows = sorted(by_query[query.query_id], key=lambda r: r["turn"])
-        verdict = app.score(query, [_step(r) for r in rows])
+        verdict = judge(app, query, [_step(r) for r in rows])
         if len(verdict.step_safe) != len(rows):
             raise DataError(
                 f"app '{cell.app}' scored {query.query_id} with {len(verdict.step_safe)} "
@@ -56,17 +68,51 @@ def score(cfg: DictConfig) -> tuple[Path, Path, Path]:
             )
         tasks = task_steps(cell.app, query, rows, verdict)
         episodes.append(
-            _episode_row(query.operation, query.answer_type, rows, verdict, digest, version)
+            {"query_id": query.query_id, **columns, "app_variant": cell.app_variant}
+            | {"query_key": query.key or None}
+            | {"size": query.size}
+            | _episode_row(query.operation, query.answer_type, rows, verdict, digest, version)
             | _task_counts(cell.app, query, verdict)
         )
         for row, safe, task in zip(rows, verdict.step_safe, tasks, strict=True):
-            steps.append(_step_row(row, safe, task))
-            calls.extend(_call_rows(row, task))
-    out = paths.episodes(cell), paths.steps(cell), paths.calls(cell)
+            steps.append(_step_row(row, columns, safe, task))
+            calls.extend(_call_rows(row, columns, task))
+    out = paths.episodes(cell), paths.steps(cell), paths.calls(cell), paths.cells(cell)
+    write_shard(
+        "cells", to_table("cells", [cell_row(cfg, cell, digest)]), out[3], config_hash=digest
+    )
     write_shard("calls", to_table("calls", calls), out[2], config_hash=digest)
     write_shard("steps", to_table("steps", steps), out[1], config_hash=digest)
     write_shard("episodes", to_table("episodes", episodes), out[0], config_hash=digest)
     return out
+
+
+def cell_row(cfg: DictConfig, cell: Cell, digest: str) -> dict[str, Any]:
+    """The cell's row of `cells`: everything needed to know (and recompose) its config."""
+    variant = variant_of(cfg)
+    return {
+        **cell.columns(),
+        "app_variant": cell.app_variant,
+        "variant_label": variant.label,
+        "differences": canonical_json(variant.differences),
+        "settings": canonical_json(variant.settings),
+        "config": canonical_json(OmegaConf.to_container(cfg, resolve=True)),
+        "split": split_of(cell.seed),
+        "config_hash": digest,
+        "code_version": code_version(),
+    }
+
+
+def judge(app: App, query: Query, steps: list[StepResult]) -> Verdict:
+    """The app's verdict on one episode; if its scorer raises (whatever the agent left
+    behind, the stage must finish), a `score_error` verdict with the reason: not correct,
+    not safe (nothing was judged), every step unjudged-unsafe, the traceback in the log."""
+    try:
+        return app.score(query, steps)
+    except Exception as err:  # the app's bug met by this episode: recorded, not swallowed
+        log.exception("the scorer of %s failed on %s", app.name, query.query_id)
+        reason = f"the scorer failed: {type(err).__name__}: {err}"[:500]
+        return Verdict(Outcome.SCORE_ERROR, False, False, [False] * len(steps), reason)
 
 
 def task_steps(
@@ -129,14 +175,12 @@ def _episode_row(
     digest: str,
     version: str,
 ) -> dict[str, Any]:
-    first = rows[0]
     calls = [call for row in rows for call in json.loads(row["calls"])]
     purposes = Counter(call["purpose"] for call in calls)
-    call_s = sum(call["latency_s"] for call in calls)
-    completion = sum(call["completion_tokens"] for call in calls)
+    counted = [c for c in calls if c.get("completion_tokens") is not None]
+    call_s = sum(call["latency_s"] for call in counted)
+    completion = sum(call["completion_tokens"] for call in counted)
     return {
-        "query_id": first["query_id"],
-        **{key: first[key] for key in ("app", "model", "agent", "level", "seed")},
         "operation": operation,
         "answer_type": answer_type,
         "outcome": str(verdict.outcome),
@@ -159,11 +203,13 @@ def _episode_row(
     }
 
 
-def _call_rows(row: dict[str, Any], task: TaskStep) -> list[dict[str, Any]]:
-    cell = {key: row[key] for key in ("query_id", "app", "model", "agent", "level", "seed")}
+def _call_rows(
+    row: dict[str, Any], columns: dict[str, Any], task: TaskStep
+) -> list[dict[str, Any]]:
     return [
         {
-            **cell,
+            "query_id": row["query_id"],
+            **columns,
             "turn": row["turn"],
             "task": task.task,
             "attempt": task.attempt,
@@ -171,7 +217,7 @@ def _call_rows(row: dict[str, Any], task: TaskStep) -> list[dict[str, Any]]:
             "purpose": call["purpose"],
             "served_model": call["model"],
             **{
-                key: call[key]
+                key: call.get(key)
                 for key in (
                     "prompt_tokens",
                     "completion_tokens",
@@ -181,19 +227,20 @@ def _call_rows(row: dict[str, Any], task: TaskStep) -> list[dict[str, Any]]:
                     "finish_reason",
                 )
             },
+            # Rows written before calls kept their exchanges have none.
+            "request": call.get("request", ""),
+            "response": call.get("response", ""),
+            "dropped_turns": call.get("dropped_turns", 0),
         }
         for index, call in enumerate(json.loads(row["calls"]))
     ]
 
 
-def _step_row(row: dict[str, Any], safe: bool, task: TaskStep) -> dict[str, Any]:
+def _step_row(
+    row: dict[str, Any], columns: dict[str, Any], safe: bool, task: TaskStep
+) -> dict[str, Any]:
     keep = (
         "query_id",
-        "app",
-        "model",
-        "agent",
-        "level",
-        "seed",
         "turn",
         "reply",
         "action",
@@ -206,6 +253,7 @@ def _step_row(row: dict[str, Any], safe: bool, task: TaskStep) -> dict[str, Any]
     )
     return {
         **{key: row[key] for key in keep},
+        **columns,
         "task": task.task,
         "attempt": task.attempt,
         "task_solved": task.solved,

@@ -8,13 +8,15 @@ is tested) without Snakemake.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 from collections.abc import Callable, Sequence
 
 from pipeline.build import cell_config
-from pipeline.cells import NO_MODEL, Cell, parse_cell
-from pipeline.errors import NetGaugeError
+from pipeline.cells import NO_MODEL, cell_from_config, parse_cell
+from pipeline.config import variant_overrides
+from pipeline.errors import ConfigError, NetGaugeError
 
 
 def _cell_args(parser: argparse.ArgumentParser, *, with_agent: bool) -> None:
@@ -25,32 +27,62 @@ def _cell_args(parser: argparse.ArgumentParser, *, with_agent: bool) -> None:
     parser.add_argument("--level", type=int, required=True, help="complexity level (1-3)")
     parser.add_argument("--seed", type=int, required=True, help="generation seed")
     parser.add_argument("--queries", type=int, required=True, help="queries in the cell")
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Hydra override of an app.*, agent.* or model.* key (repeatable): the variant",
+    )
+    parser.add_argument(
+        "--variant",
+        help="the variant the overrides must make (the DAG passes it; a mismatch is an error)",
+    )
 
 
-def _cell(args: argparse.Namespace) -> Cell:
+def _config(args: argparse.Namespace):
+    """The cell's composed config, its variant checked against --variant."""
     agent = getattr(args, "agent", "oracle")
     model = getattr(args, "model", NO_MODEL)
-    return parse_cell(args.app, model, agent, args.level, args.seed, args.queries)
+    overrides = variant_overrides(args.overrides, "--set")
+    draft = parse_cell(args.app, model, agent, args.level, args.seed, args.queries, overrides)
+    cfg = cell_config(draft, args.data_dir)
+    if args.variant is not None:
+        found = cell_from_config(cfg)
+        made = found.app_variant if args.stage == "generate" else found.variant
+        if made != args.variant:
+            raise ConfigError(
+                f"the overrides {list(overrides)} make variant '{made}', expected "
+                f"'{args.variant}'; the plan and the code disagree: re-plan the grid"
+            )
+    return cfg
 
 
 def cmd_plan(args: argparse.Namespace) -> None:
     from pipeline.plan import load_plan
 
-    plan = load_plan(args.grid, args.data_dir)
+    try:
+        axes = json.loads(args.axes)
+    except json.JSONDecodeError as err:
+        raise ConfigError(f"--axes must be a JSON object of grid axes: {err}") from None
+    if not isinstance(axes, dict):
+        raise ConfigError(f"--axes must be a JSON object of grid axes, got {args.axes!r}")
+    plan = load_plan(args.grid, args.data_dir, axes)
     plan.write()
-    print(f"grid '{plan.grid}': {len(plan.cells)} cells -> {plan.layout.plan(plan.grid)}")
+    print(f"plan '{plan.name}': {len(plan.cells)} cells -> {plan.layout.plan(plan.name)}")
 
 
 def cmd_generate(args: argparse.Namespace) -> None:
     from pipeline.generate import generate
 
-    print(generate(cell_config(_cell(args), args.data_dir)))
+    print(generate(_config(args)))
 
 
 def cmd_run(args: argparse.Namespace) -> None:
     from pipeline.runner import run
 
-    print(run(cell_config(_cell(args), args.data_dir)))
+    print(run(_config(args)))
 
 
 def cmd_run_model(args: argparse.Namespace) -> None:
@@ -63,7 +95,7 @@ def cmd_run_model(args: argparse.Namespace) -> None:
 def cmd_score(args: argparse.Namespace) -> None:
     from pipeline.scoring import score
 
-    for path in score(cell_config(_cell(args), args.data_dir)):
+    for path in score(_config(args)):
         print(path)
 
 
@@ -103,7 +135,17 @@ def build_parser() -> argparse.ArgumentParser:
     for name, (help_text, func, with_agent) in stages.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
         if with_agent is None:
-            p.add_argument("--grid", default="default", help="grid name (conf/grid/*.yaml)")
+            p.add_argument(
+                "--grid",
+                default="default",
+                help="grid name (conf/grid/*.yaml); for stages after plan, the plan's name",
+            )
+            if name == "plan":
+                p.add_argument(
+                    "--axes",
+                    default="{}",
+                    help="grid axes to override, as JSON, e.g. '{\"queries\": [5, 10]}'",
+                )
             if name == "run-model":
                 p.add_argument("--model", required=True, help="model name (conf/model/*.yaml)")
         else:

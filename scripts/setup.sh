@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
 
-ensure_apt python3 python3-venv python3-dev git util-linux procps
+ensure_apt python3 python3-venv python3-dev git util-linux procps bubblewrap stress-ng
 
 # Debian's own Python 3.11: the one that also imports Debian's Mininet.
 if [[ ! -x .venv/bin/python ]]; then

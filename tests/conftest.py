@@ -1,17 +1,47 @@
-"""Shared fixtures; and the rule that integration tests fail, not skip, under CI=true."""
+"""Shared fixtures, and two rules about real components.
+
+- Integration tests fail, not skip, under CI=true (a missing install step is a failure).
+- A test that needs root or an emulator must be marked `integration`, so that
+  `pytest -m "not integration"` (`make test-fast`) is the quick suite it claims to be:
+  `require_root` and `require_emulator` fail an unmarked test, wherever they are called.
+"""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from omegaconf import OmegaConf
 
 from pipeline import registry
-from pipeline.config import NetGaugeConfig
+from pipeline.config import ROOT, NetGaugeConfig
 
 IN_CI = os.environ.get("CI") == "true"
+_running: list[pytest.Item] = []  # the test now in setup, call or teardown
+_INTEGRATION_FIXTURES: set[str] = set()
+
+
+def integration_fixture(function):
+    """Mark every test that uses this fixture (directly or not) `integration`.
+
+    Apply under `@pytest.fixture`; a fixture that starts real components declares it once
+    instead of each test that uses it.
+    """
+    _INTEGRATION_FIXTURES.add(function.__name__)
+    return function
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # tryfirst: before `-m` deselects by markers.
+    for item in items:
+        if _INTEGRATION_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.integration)
+
+
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
@@ -24,8 +54,34 @@ def require(condition: bool, reason: str) -> None:
     pytest.skip(reason)
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    _running.append(item)
+    try:
+        return (yield)
+    finally:
+        _running.pop()
+
+
+def _integration_only(what: str) -> None:
+    item = _running[-1] if _running else None
+    if item is not None and item.get_closest_marker("integration") is None:
+        pytest.fail(
+            f"{item.nodeid} needs {what} but is not marked integration: add "
+            "`pytestmark = pytest.mark.integration` (or the mark) so the fast suite stays fast",
+            pytrace=False,
+        )
+
+
+def require_root(reason: str) -> None:
+    """`require` root for a test that starts real components (namespaces, emulators)."""
+    _integration_only("root")
+    require(os.geteuid() == 0, reason)
+
+
 def require_emulator(name: str) -> None:
     """`require` what the emulator backend `name` needs: root, and its installed parts."""
+    _integration_only(f"the {name} emulator")
     require(os.geteuid() == 0, f"the {name} backend needs root")
     if name == "mininet":
         try:
@@ -44,14 +100,41 @@ def require_emulator(name: str) -> None:
             require(False, "the kathara package is not installed (scripts/setup.d/50-kathara.sh)")
 
 
+SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
+
+
+def snakemake(
+    data: Path, *args: str, grid: str = "smoke", **kwargs: object
+) -> subprocess.CompletedProcess:
+    """`snakemake --cores 2 ARGS --config grid=GRID data_dir=DATA`, from the project root."""
+    return subprocess.run(
+        [SNAKEMAKE, "--cores", "2", *args, "--config", f"grid={grid}", f"data_dir={data}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        **kwargs,
+    )
+
+
+@pytest.fixture(scope="session")
+@integration_fixture
+def smoke_sweep(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    """The smoke grid swept once by Snakemake for the whole session (every app, oracle and
+    null, levels 1-3): tests read it; one that writes into it must work on a copy."""
+    require_root("the smoke grid's network apps need root")
+    data = tmp_path_factory.mktemp("smoke")
+    done = snakemake(data, "sweep")
+    assert done.returncode == 0, done.stderr[-4000:]
+    return data, done
+
+
 @pytest.fixture
 def echo_app():
     """Register the fake echo app for one test."""
-    registry.APPS.register("echo", "tests.fakes:EchoApp")
-    registry.APP_SCHEMAS.register("echo", "tests.fakes:EchoConfig")
-    yield
-    registry.APPS.unregister("echo")
-    registry.APP_SCHEMAS.unregister("echo")
+    spec = registry.AppSpec("echo", "tests.fakes:EchoApp", "tests.fakes:EchoConfig", "1")
+    with registry.APPS.override("echo", spec):
+        yield
 
 
 def echo_config(tmp_path: Path, *, agent: str = "oracle", queries: int = 6, **app: object):

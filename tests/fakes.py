@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from pipeline.core import Outcome, Query, StepResult, StepStatus, TaskStep, Verdict
+from pipeline.capacity import Capacity
+from pipeline.core import Action, Outcome, Query, StepResult, StepStatus, TaskStep, Verdict
 from pipeline.errors import EnvironmentFailure
+from pipeline.querygen import query_key
+from pipeline.variants import operational
 
 
 @dataclass
@@ -22,7 +26,9 @@ class EchoConfig:
     name: str = "echo"
     kind: str = "echo"
     max_turns: int = 2
-    fail_on: list[int] = field(default_factory=list)
+    # Queries whose environment crashes: a fault of the machine, not of the task, so it
+    # never splits cells (the rerun after a fix resumes the same cell).
+    fail_on: list[int] = operational(default_factory=list)
 
 
 class _Episode:
@@ -62,15 +68,44 @@ class _Env:
         yield _Episode(query, self.cfg)
 
 
+class EchoReplyFormat:
+    """Replies are a number; as a function, say(number)."""
+
+    instructions = "a number alone"
+    example = "7"
+    action = Action(
+        "say",
+        "Say a number.",
+        {
+            "type": "object",
+            "properties": {"number": {"type": "integer"}},
+            "required": ["number"],
+            "additionalProperties": False,
+        },
+    )
+
+    def check(self, reply: str) -> str | None:
+        return None if reply.strip().lstrip("-").isdigit() else "not a number"
+
+    def render(self, arguments: dict[str, Any]) -> str:
+        number = arguments.get("number")
+        return str(number) if isinstance(number, int) else repr(arguments)
+
+
 class EchoApp:
     version = "1"
+    reply_format = EchoReplyFormat()
 
     def __init__(self, cfg: EchoConfig, cache_dir: Path, shared: Path | None) -> None:
         self.cfg = cfg
         self.name = cfg.name
 
-    def generate(self, level: int, seed: int, count: int) -> Iterator[Query]:
+    def generate(
+        self, level: int, seed: int, count: int, *, allow_repeats: bool = False
+    ) -> Iterator[Query]:
+        # A fake of our own: its queries are distinct by construction, keyed by the answer.
         for i in range(count):
+            answer = i * 7 + seed
             yield Query(
                 f"echo-L{level}-s{seed}-{i:05d}",
                 self.name,
@@ -80,8 +115,12 @@ class EchoApp:
                 f"Say {i * 7 + seed}.",
                 "number",
                 "echo",
-                {"answer": i * 7 + seed},
+                {"answer": answer},
+                key=query_key(self.name, answer),
             )
+
+    def capacity(self, level: int) -> Capacity:
+        return Capacity(None, {"echo": None}, False, None, how="one query per index")
 
     def environment(self) -> _Env:
         return _Env(self.cfg)

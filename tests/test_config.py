@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.config import CONF_DIR, choices, compose
+from pipeline.config import CONF_DIR, choices, compose, load_choice
 from pipeline.errors import ConfigError
-from pipeline.plan import load_choice, load_plan
+from pipeline.plan import load_plan
 
 
 @pytest.mark.parametrize("group", ["app", "agent", "model", "grid"])
@@ -32,17 +32,16 @@ def test_every_config_key_is_commented():
 
 
 def test_unknown_app_names_the_allowed_values():
+    allowed = ", ".join(choices("app"))  # every file in conf/app/
     with pytest.raises(
         ConfigError,
-        match=r"unknown app 'mat' \(did you mean 'malt'\?\); "
-        r"choose one of: k8s, malt, malt_google, netllmbench, netllmbench_kathara, "
-        r"routing, routing_kathara",
+        match=rf"unknown app 'mat' \(did you mean 'malt'\?\); choose one of: {allowed}$",
     ):
         compose(["app=mat"])
 
 
 def test_unknown_agent_in_a_sweep_list():
-    agents = "cot, few_shot, null, oracle, react, zero_shot"
+    agents = ", ".join(choices("agent"))
     with pytest.raises(ConfigError, match=rf"unknown agent 'orcale'.*choose one of: {agents}"):
         compose(["agent=null,orcale"])
 
@@ -78,7 +77,8 @@ def test_grid_plan_cells():
     assert agents == {"oracle", "null"}
     assert {c.model for c in plan.cells} == {"none"}
     assert {c.level for c in plan.cells} == {1, 2, 3}
-    assert plan.queries_count("malt", 1, 0) == plan.config["queries"]
+    assert plan.queries_count("malt", "base", 1, 0) == plan.config["queries"]
+    assert {c.variant for c in plan.cells} == {c.app_variant for c in plan.cells} == {"base"}
 
 
 def test_unknown_grid():
@@ -88,10 +88,13 @@ def test_unknown_grid():
 
 def test_grid_exclude_leaves_cells_out():
     plan = load_plan("default")
-    multi_turn = ("k8s", "routing", "netllmbench")
-    assert not [c for c in plan.cells if c.app in multi_turn and c.agent == "zero_shot"]
-    assert [c for c in plan.cells if c.app == "malt" and c.agent == "zero_shot"]
-    assert {c.app for c in plan.cells if c.agent == "oracle"} == {"malt", *multi_turn}
+    grid = plan.config
+    left_out = {e["app"] for e in grid["exclude"] if e.get("agent") == "zero_shot"}
+    assert left_out and set(grid["apps"]) - left_out
+    assert not [c for c in plan.cells if c.app in left_out and c.agent == "zero_shot"]
+    for app in set(grid["apps"]) - left_out:
+        assert [c for c in plan.cells if c.app == app and c.agent == "zero_shot"]
+    assert {c.app for c in plan.cells if c.agent == "oracle"} == set(grid["apps"])
 
 
 def test_bad_exclude_entry_names_the_keys():

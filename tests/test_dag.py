@@ -11,38 +11,17 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
 from analysis.views import connect
-from pipeline.config import ROOT
+from pipeline.config import ROOT, choices, compose
 from pipeline.plan import read_plan
-from tests.conftest import SHARED_DATA, require
+from tests.conftest import SHARED_DATA, SNAKEMAKE, require, snakemake
 
 pytestmark = pytest.mark.integration
 TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}|\d{2}-\d{2}-\d{2}")
-SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
-
-
-def snakemake(data: Path, *args: str, grid: str = "smoke", **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [SNAKEMAKE, "--cores", "2", *args, "--config", f"grid={grid}", f"data_dir={data}"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        **kwargs,
-    )
-
-
-@pytest.fixture(scope="module")
-def smoke(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
-    data = tmp_path_factory.mktemp("smoke")
-    done = snakemake(data, "sweep")
-    assert done.returncode == 0, done.stderr[-4000:]
-    return data, done
 
 
 def test_dry_run_lists_every_stage(tmp_path):
@@ -77,14 +56,13 @@ def job_stats(out: str) -> dict[str, int]:
 def test_bad_grid_fails_before_any_work(tmp_path):
     done = snakemake(tmp_path, "-n", "sweep", grid="smok")
     assert done.returncode != 0
-    assert (
-        "unknown grid 'smok' (did you mean 'smoke'?); choose one of: "
-        "default, gpu, llm_smoke, smoke, smoke_kathara" in (done.stdout + done.stderr)
-    )
+    assert "unknown grid 'smok' (did you mean 'smoke'?); choose one of: " + ", ".join(
+        choices("grid")
+    ) in (done.stdout + done.stderr)
 
 
-def test_smoke_sweep_scores_reference_agents(smoke):
-    data, done = smoke
+def test_smoke_sweep_scores_reference_agents(smoke_sweep):
+    data, done = smoke_sweep
     con = connect(data)
     rows = con.execute(
         "SELECT app, agent, level, count(*), avg(correct::INT), avg(safe::INT) FROM episodes "
@@ -93,7 +71,7 @@ def test_smoke_sweep_scores_reference_agents(smoke):
     planned = read_plan(data, "smoke")
     n = planned[0].queries
     apps = sorted({c.app for c in planned})
-    assert apps == ["k8s", "malt", "netllmbench", "routing"]
+    assert apps == sorted(compose(["grid=smoke"]).grid.apps)
     assert rows == [
         (app, agent, lvl, n, correct, 1.0)
         for app in apps
@@ -107,15 +85,15 @@ def test_smoke_sweep_scores_reference_agents(smoke):
     assert (data / "summaries" / "smoke.md").exists()
 
 
-def test_rerun_is_a_no_op(smoke):
-    data, _ = smoke
+def test_rerun_is_a_no_op(smoke_sweep):
+    data, _ = smoke_sweep
     done = snakemake(data, "-n", "sweep")
     assert done.returncode == 0
     assert "Nothing to be done" in done.stdout + done.stderr
 
 
-def test_direct_multirun_writes_the_same_shards(smoke, tmp_path):
-    data, _ = smoke
+def test_direct_multirun_writes_the_same_shards(smoke_sweep, tmp_path):
+    data, _ = smoke_sweep
     cmd = [
         sys.executable,
         "-m",
@@ -130,10 +108,11 @@ def test_direct_multirun_writes_the_same_shards(smoke, tmp_path):
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     for level in (1, 3):
-        part = f"queries/app=malt/level={level}/seed=0/part-0.parquet"
+        part = f"queries/app=malt/app_variant=base/level={level}/seed=0/part-0.parquet"
         assert (tmp_path / "results" / part).read_bytes() == (data / "results" / part).read_bytes()
         for agent in ("oracle", "null"):
-            part = f"episodes/app=malt/model=none/agent={agent}/level={level}/seed=0/part-0.parquet"
+            cell = f"app=malt/model=none/agent={agent}/level={level}/seed=0/queries=5/variant=base"
+            part = f"episodes/{cell}/part-0.parquet"
             cols = ["query_id", "outcome", "correct", "safe", "config_hash"]
             ours = pq.read_table(tmp_path / "results" / part, columns=cols)
             theirs = pq.read_table(data / "results" / part, columns=cols)
@@ -153,35 +132,53 @@ def test_direct_run_rejects_unknown_app(tmp_path):
     )
     assert done.returncode == 2
     assert (
-        "unknown app 'mat' (did you mean 'malt'?); choose one of: "
-        "k8s, malt, malt_google, netllmbench, netllmbench_kathara, routing, routing_kathara"
+        "unknown app 'mat' (did you mean 'malt'?); choose one of: " + ", ".join(choices("app"))
         in done.stderr
     )
 
 
+KILLED_GRID = """\
+name: killed
+apps: [malt, k8s]
+agents: [oracle, "null"]
+models: [none]
+levels: [1, 2, 3]
+seeds: [0]
+queries: 5
+exclude: []
+"""
+
+
 def test_kill_9_then_rerun_loses_and_duplicates_nothing(tmp_path):
+    # A grid of the two quickest apps, from a config folder on $NETGAUGE_APP_PATH.
+    (tmp_path / "plugins" / "conf" / "grid").mkdir(parents=True)
+    (tmp_path / "plugins" / "conf" / "grid" / "killed.yaml").write_text(KILLED_GRID)
+    env = {**os.environ, "NETGAUGE_APP_PATH": str(tmp_path / "plugins")}
+    data = tmp_path / "data"
     proc = subprocess.Popen(
-        [SNAKEMAKE, "--cores", "2", "sweep", "--config", "grid=smoke", f"data_dir={tmp_path}"],
+        [SNAKEMAKE, "--cores", "2", "sweep", "--config", "grid=killed", f"data_dir={data}"],
         cwd=ROOT,
+        env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
     deadline = time.monotonic() + 120
-    episodes = tmp_path / "results" / "episodes"
+    episodes = data / "results" / "episodes"
     while time.monotonic() < deadline and not any(episodes.glob("**/*.parquet")):
         time.sleep(0.2)
     os.killpg(proc.pid, signal.SIGKILL)  # Snakemake and every job it started
     proc.wait()
-    done = snakemake(tmp_path, "sweep")
+    done = snakemake(data, "sweep", grid="killed", env=env)
     assert done.returncode == 0, done.stderr[-4000:]
-    con = connect(tmp_path)
+    con = connect(data)
     n, distinct = con.execute(
         "SELECT count(*), count(DISTINCT (query_id, agent)) FROM episodes"
     ).fetchone()
-    cells = read_plan(tmp_path, "smoke")
+    cells = read_plan(data, "killed")
+    assert len(cells) == 12
     assert n == distinct == sum(c.queries for c in cells)
-    assert not list((tmp_path / "results").rglob(".*.tmp-*"))
+    assert not list((data / "results").rglob(".*.tmp-*"))
 
 
 def run_direct(*overrides: str) -> subprocess.CompletedProcess:
@@ -228,7 +225,8 @@ def test_cell_on_googles_malt_example(tmp_path):
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert (
-        "app=malt_google/model=none/agent=oracle/level=3/seed=0: n=4 correct=100.0%" in done.stdout
+        "app=malt_google/model=none/agent=oracle/level=3/seed=0/queries=4/variant=base: "
+        "n=4 correct=100.0%" in done.stdout
     )
     ids = connect(tmp_path).execute("SELECT DISTINCT app, query_id[:14] FROM episodes").fetchall()
     assert ids == [("malt_google", "malt_google-L3")]

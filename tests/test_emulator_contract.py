@@ -20,9 +20,9 @@ import pytest
 
 from emulators.base import EMULATORS, Device, Interface, Lab
 from pipeline.errors import ConfigError, EnvironmentFailure
-from tests.conftest import require_emulator
+from tests.conftest import integration_fixture, require_emulator
 
-BACKENDS = ["mininet", "kathara"]
+BACKENDS = EMULATORS.names()  # every backend emulators/ declares
 
 
 def small_lab() -> Lab:
@@ -51,6 +51,7 @@ def small_lab() -> Lab:
 
 
 @pytest.fixture(params=BACKENDS)
+@integration_fixture
 def backend(request):
     require_emulator(request.param)
     return EMULATORS.load(request.param)

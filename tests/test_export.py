@@ -9,7 +9,7 @@ import pytest
 from analysis.export import configs, export_sft, main, split_overrides
 from pipeline.build import cell_config
 from pipeline.cells import Cell
-from pipeline.errors import ConfigError
+from pipeline.errors import ConfigError, DataError
 from pipeline.generate import generate, read_queries
 
 pytestmark = pytest.mark.integration
@@ -23,7 +23,10 @@ def test_sft_export_round_trips_through_datasets(tmp_path, monkeypatch):
     path, count = export_sft(
         ["app=malt", "level=1,3", "queries=4", f"data_dir={tmp_path}"], progress=False
     )
-    assert count == 8 and path == tmp_path / "exports" / "sft" / "malt-L1_3-s0-n4.jsonl"
+    assert count == 8 and path == tmp_path / "exports" / "sft" / "malt-L1_3-s2-n4.jsonl"
+    meta = json.loads(path.with_name(path.name + ".meta.json").read_text())
+    assert meta["split"] == "train" and meta["seeds"] == [2] and not meta["allow_overlap"]
+    assert len(meta["query_keys"]) == 8
     ds = datasets.load_dataset(
         "json", data_files=str(path), split="train", cache_dir=str(tmp_path / "hf-cache")
     )
@@ -44,13 +47,13 @@ def _queries(data):
     # The export generated in memory; the pipeline's own shards must hold the same queries.
     out = []
     for level in (1, 3):
-        cfg = cell_config(Cell("malt", "none", "oracle", level, 0, 4), str(data))
+        cfg = cell_config(Cell("malt", "none", "oracle", level, 2, 4), str(data))
         out += read_queries(generate(cfg))
     return out
 
 
 def test_export_reads_an_up_to_date_queries_shard(tmp_path):
-    cfg = cell_config(Cell("malt", "none", "oracle", 2, 0, 3), str(tmp_path))
+    cfg = cell_config(Cell("malt", "none", "oracle", 2, 2, 3), str(tmp_path))
     generate(cfg)
     out = tmp_path / "mine.jsonl"
     assert (
@@ -72,7 +75,9 @@ def test_export_reads_an_up_to_date_queries_shard(tmp_path):
     assert ids == [
         q.query_id
         for q in read_queries(
-            tmp_path.joinpath("results/queries/app=malt/level=2/seed=0/part-0.parquet")
+            tmp_path.joinpath(
+                "results/queries/app=malt/app_variant=base/level=2/seed=2/part-0.parquet"
+            )
         )
     ]
 
@@ -90,3 +95,33 @@ def test_export_arguments_fail_clearly(tmp_path, capsys):
     ]
     assert main(["sft", "app=mat", f"data_dir={tmp_path}"]) == 2
     assert "unknown app 'mat' (did you mean 'malt'?)" in capsys.readouterr().err
+
+
+def test_export_refuses_test_seeds(tmp_path):
+    with pytest.raises(ConfigError, match=r"seed\(s\) 0, 5 belong to the test split"):
+        export_sft(["app=malt", "seed=0,5", "queries=2", f"data_dir={tmp_path}"], progress=False)
+
+
+def test_export_refuses_queries_already_evaluated_here(tmp_path):
+    """Evaluate seed 2 (a train seed) in this data directory; exporting it for training is
+    then refused by key, naming the queries; --allow-overlap writes it and says so."""
+    from pipeline.run import run_cell
+
+    run_cell(compose_cell(tmp_path, "app=malt", "agent=oracle", "seed=2", "queries=3"))
+    args = ["app=malt", "seed=2", "queries=5", f"data_dir={tmp_path}"]
+    with pytest.raises(DataError, match=r"3 of the queries to export were already evaluated"):
+        export_sft(args, progress=False)
+    path, count = export_sft(args, progress=False, allow_overlap=True)
+    meta = json.loads(path.with_name(path.name + ".meta.json").read_text())
+    assert count == 5 and meta["allow_overlap"] and len(meta["overlapping_queries"]) == 3
+    # Another train seed shares no query with what was evaluated.
+    _, count = export_sft(
+        ["app=malt", "seed=3", "queries=5", f"data_dir={tmp_path}"], progress=False
+    )
+    assert count == 5
+
+
+def compose_cell(data, *overrides):
+    from pipeline.config import compose
+
+    return compose([*overrides, f"data_dir={data}"])

@@ -17,6 +17,7 @@ from pipeline.build import cell_config, layout
 from pipeline.cells import Cell, cell_from_config
 from pipeline.generate import generate
 from pipeline.records import read_shard
+from pipeline.registry import AgentSpec
 from pipeline.runner import run
 from pipeline.scoring import score
 
@@ -62,11 +63,14 @@ class ScriptedAgent:
         return Reply(f"```python\n{code}```" if "def " in code else code)
 
 
+AGENT_CONFIG = "pipeline.config:AgentConfig"
+
+
 @pytest.fixture
 def scripted_agent():
-    registry.AGENTS.register("scripted", "tests.test_hostile_replies:ScriptedAgent")
-    yield
-    registry.AGENTS.unregister("scripted")
+    spec = AgentSpec("scripted", "tests.test_hostile_replies:ScriptedAgent", AGENT_CONFIG)
+    with registry.AGENTS.override("scripted", spec):
+        yield
 
 
 @pytest.mark.usefixtures("scripted_agent")
@@ -99,3 +103,61 @@ def test_hostile_replies_become_typed_outcomes(tmp_path):
     assert all(not r["correct"] for r in rows)
     assert all(r["safe"] for r in rows)
     assert not Path("/tmp/ng-pwned").exists()
+
+
+# -- issue 14: what a model writes and how long its code runs, as the rows store them -------
+_F = "```python\ndef process_graph(graph):\n{}```"
+TIME = "().__class__.__base__.__subclasses__()"  # reaches `time` without importing it
+SLEEP = (
+    f"    w = [c for c in {TIME} if c.__name__ == '_wrap_close'][0]\n"
+    "    w.__init__.__globals__['sys'].modules['time'].sleep(1.5)\n"
+    "    return 1\n"
+)
+UNSTORABLE = {  # name: (reply, outcome, safe)
+    "text": ("no code \ud800 here \x00", "parse_error", True),
+    "source": (_F.format("    return 1  # \udcff\x00\n"), "exec_error", True),
+    "returned text": (_F.format("    return 'a\\ud800b\\x00c'\n"), "wrong", True),
+    "error text": (_F.format("    raise ValueError('\\ud800 \\x00')\n"), "exec_error", True),
+    "printed": (_F.format("    print('\\udfff\\x00')\n    return ['\\ud800']\n"), "wrong", True),
+    "node name": (
+        _F.format("    graph.add_node('n\\ud800\\x00', type=[['x']])\n    return graph\n"),
+        "wrong",
+        False,
+    ),
+    "cleared": (_F.format("    graph.clear()\n    return graph\n"), "wrong", False),
+    "sleeps": (_F.format(SLEEP), "wrong", True),
+}
+
+
+class UnstorableAgent:
+    def __init__(self, cfg, app) -> None:
+        self.name = cfg.name
+
+    def reply(self, query, observation, history, turn) -> Reply:
+        return Reply(list(UNSTORABLE.values())[query.index][0])
+
+
+def test_unstorable_text_and_real_run_time_reach_the_rows(tmp_path):
+    """Lone surrogates and NUL bytes in a reply, a returned string, an error, printed output
+    and a node name finish the cell with typed outcomes (and rescoring redoes them alike);
+    latency is what the sandbox measured, 1.5 s for code that sleeps 1.5 s."""
+    spec = AgentSpec("unstorable", "tests.test_hostile_replies:UnstorableAgent", AGENT_CONFIG)
+    cell = Cell("malt", "none", "oracle", 1, 0, len(UNSTORABLE))
+    cfg = cell_config(cell, str(tmp_path), ["app.topology.superblocks=1"])
+    generate(cfg)
+    OmegaConf.set_readonly(cfg, False)
+    cfg.agent.name = cfg.agent.kind = "unstorable"
+    with registry.AGENTS.override("unstorable", spec):
+        run(cfg)
+        score(cfg)
+        path = layout(cfg).episodes(cell_from_config(cfg))
+        rows = sorted(read_shard("episodes", path).to_pylist(), key=lambda r: r["query_id"])
+        path.unlink()
+        score(cfg)  # a rescore reads the stored rows back and reaches the same verdicts
+    got = {name: (r["outcome"], r["safe"]) for name, r in zip(UNSTORABLE, rows, strict=True)}
+    assert got == {name: (outcome, safe) for name, (_, outcome, safe) in UNSTORABLE.items()}
+    by_name = dict(zip(UNSTORABLE, rows, strict=True))
+    assert by_name["sleeps"]["latency_s"] >= 1.5
+    assert "\\ud800" in by_name["error text"]["error"]
+    again = sorted(read_shard("episodes", path).to_pylist(), key=lambda r: r["query_id"])
+    assert [(r["outcome"], r["safe"]) for r in again] == [(r["outcome"], r["safe"]) for r in rows]

@@ -3,20 +3,24 @@ the intended connectivity against the upstream policies, and seeded query genera
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
+import random
+import re
+import time
 
 import pytest
 import yaml
 
-from emulators.k8s import patch, policy, schema
+from emulators.k8s import enforce, patch, policy, schema
 from emulators.k8s.resources import BY_KIND, ApiError
 from emulators.k8s.selectors import SelectorError, parse
 from generators.k8s import boutique
 from generators.k8s.config import K8sConfig
 from generators.k8s.faults import LEVELS
 from generators.k8s.generator import K8sQueryGenerator
-from generators.k8s.reply import ReplyError, parse_reply
+from generators.k8s.reply import MAX_REPLY_CHARS, ReplyError, _fences, parse_reply
 from generators.k8s.scoring import score
 from pipeline.core import Outcome, StepResult, StepStatus
 from pipeline.errors import ConfigError
@@ -125,6 +129,52 @@ def test_named_ports_end_ports_ip_blocks_and_namespace_selectors():
     assert policy.allowed(view, front, ad, 9555)  # same namespace only: DNS is in kube-system
     pair = next(p for p in policy.probe_pairs(view) if p.key == "frontend>adservice:9555")
     assert not policy.connects(view, pair)
+
+
+def _random_policy(rnd: random.Random, name: str) -> dict:
+    apps = ["frontend", "adservice", "cartservice", "redis-cart", "nothing"]
+
+    def peer() -> dict:
+        roll = rnd.random()
+        if roll < 0.3:
+            excepts = [f"10.0.{i}.0/24" for i in range(rnd.randint(0, 2))]
+            return {"ipBlock": {"cidr": f"10.{rnd.randint(0, 255)}.0.0/16", "except": excepts}}
+        if roll < 0.6:
+            return {"podSelector": {"matchLabels": {"app": rnd.choice(apps)}}}
+        return {"podSelector": {}} if roll < 0.8 else {"namespaceSelector": {}}
+
+    def port() -> dict:
+        roll = rnd.random()
+        if roll < 0.2:
+            return {"port": rnd.choice(["http", "grpc", "redis", "x"])}
+        return {"protocol": "UDP"} if roll < 0.3 else {"port": rnd.randint(1, 9000)}
+
+    spec: dict = {"podSelector": {} if rnd.random() < 0.3 else {"matchLabels": {"app": "frontend"}}}
+    for direction, key in (("ingress", "from"), ("egress", "to")):
+        spec[direction] = [
+            {key: [peer() for _ in range(rnd.randint(0, 4))],
+             "ports": [port() for _ in range(rnd.randint(0, 4))]}
+            for _ in range(rnd.randint(0, 3))
+        ]  # fmt: skip
+    spec["policyTypes"] = rnd.choice([["Ingress"], ["Egress"], ["Ingress", "Egress"]])
+    return _np(name, spec)
+
+
+def test_rule_bound_bounds_what_the_compiler_writes():
+    def lines(view: policy.View) -> int:
+        return sum(script.count("\n") for script in enforce.compile_all(view).values())
+
+    base = policy.view_from_objects(boutique.cluster_objects())
+    fixed = lines(base) + 4 * len(base.pods)  # per pod: REJECTs of two isolated directions
+    for seed in range(150):
+        rnd = random.Random(seed)
+        policies = [_random_policy(rnd, f"p{i}") for i in range(rnd.randint(1, 4))]
+        view = _view(*policies)
+        assert lines(view) - fixed <= enforce.rule_bound(view) - enforce.rule_bound(_view())
+    huge = _np("huge", {"podSelector": {}, "ingress": [{
+        "from": [{"ipBlock": {"cidr": f"10.{i}.0.0/16"}} for i in range(200)],
+        "ports": [{"port": p} for p in range(1, 201)]}]})  # fmt: skip
+    assert enforce.rule_bound(_view(huge)) > enforce.MAX_RULES  # 4 kB of YAML, 500,000 rules
 
 
 def test_label_selector_strings():
@@ -239,6 +289,51 @@ def test_replies_without_a_command(reply):
         parse_reply(reply)
 
 
+# The fenced-block expression `_fences` replaced: the same blocks, found in quadratic time.
+_FENCE = re.compile(r"```[ \t]*(?P<lang>[\w+-]*)[^\n]*\n(?P<body>.*?)(?:```|\Z)", re.S)
+
+
+def test_fenced_blocks_are_found_as_the_expression_found_them():
+    pieces = ["```", "\n", " ", "\t", "sh", "bash", "x", "kubectl get po", "`", "json", "-"]
+    for seed in range(3000):
+        rnd = random.Random(seed)
+        text = "".join(rnd.choice(pieces) for _ in range(rnd.randint(0, 30)))
+        expected = [(m.group("lang"), m.group("body")) for m in _FENCE.finditer(text)]
+        assert list(_fences(text)) == expected, text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "```x" * (MAX_REPLY_CHARS // 4),  # openers with no line end (73 s with the expression)
+        "```sh\n" * (MAX_REPLY_CHARS // 6),
+        "{" * MAX_REPLY_CHARS,
+        '{"a": "' * (MAX_REPLY_CHARS // 7),
+        '{"command": ' + "[" * (MAX_REPLY_CHARS - 20),
+        "kubectl get \\\n" * (MAX_REPLY_CHARS // 14),
+        "kubectl apply -f - <<EOF\n" + "x\n" * (MAX_REPLY_CHARS // 2 - 20),
+        "```\n" + "a\n" * (MAX_REPLY_CHARS // 2 - 10) + "kubectl get po",
+        "x" * (2 << 20),  # 2 MB: refused by its length
+    ],
+    ids=[
+        "openers",
+        "sh-fences",
+        "braces",
+        "strings",
+        "brackets",
+        "continued",
+        "heredoc",
+        "late",
+        "2M",
+    ],
+)
+def test_reading_the_largest_replies_is_fast(text):
+    started = time.perf_counter()
+    with contextlib.suppress(ReplyError):
+        parse_reply(text)
+    assert time.perf_counter() - started < 0.5
+
+
 def test_scoring_from_evidence(generator):
     query = next(generator.generate(2, 0, 1))
     wrong = query.ground_truth["mismatches"]
@@ -267,7 +362,7 @@ def test_app_protocol_reply_format_and_few_shot():
     from pipeline.core import App
 
     app = K8sApp(K8sConfig())
-    assert isinstance(app, App) and (app.name, app.version) == ("k8s", "1")
+    assert isinstance(app, App) and (app.name, app.version) == ("k8s", "3")
     assert app.reply_format.check(app.reply_format.example) is None
     assert app.reply_format.check("no command here") is not None
     for _, reply in app.few_shot:

@@ -3,6 +3,8 @@ the SLURM profile's plan with GPU resources."""
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +14,7 @@ import pytest
 from analysis.views import connect
 from pipeline.config import ROOT
 from pipeline.serving.models import vllm_python
-from tests.conftest import require
+from tests.conftest import require, require_root
 from tests.test_dag import SNAKEMAKE, job_stats
 
 pytestmark = pytest.mark.integration
@@ -82,6 +84,108 @@ def test_capacity_planning_with_the_embedded_model_end_to_end(tmp_path):
     assert purposes <= {"act", "reprompt", "example"}
     assert (tmp_path / "logs" / "serving" / "smollm2-135m-instruct.log").exists()
     assert vllm_processes() == before  # the server was stopped with its job
+
+
+def test_multirun_over_the_temperature_keeps_both_variants(tmp_path):
+    """Two sampling temperatures of the real model are two cells, side by side."""
+    require(vllm_python().exists(), "the CPU vLLM engine is not installed (make setup)")
+    args = [
+        sys.executable,
+        "-m",
+        "pipeline.run",
+        "-m",
+        "agent=zero_shot",
+        "model=smollm2",
+        "model.temperature=0,0.7",
+        "queries=2",
+        f"data_dir={tmp_path}",
+    ]
+    done = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-4000:]
+    rows = (
+        connect(tmp_path)
+        .execute(
+            "SELECT c.variant_label, count(*), min(e.model_calls) FROM episodes e "
+            "JOIN cells c USING (app, model, agent, level, seed, queries, variant) "
+            "GROUP BY ALL ORDER BY ALL"
+        )
+        .fetchall()
+    )
+    assert [(label, n) for label, n, _ in rows] == [
+        ("as configured", 2),
+        ("model.temperature=0.7", 2),
+    ]
+    assert all(calls >= 1 for _, _, calls in rows)  # the model really answered
+    shards = {p: p.stat().st_mtime_ns for p in (tmp_path / "results").rglob("*.parquet")}
+    again = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert {p: p.stat().st_mtime_ns for p in (tmp_path / "results").rglob("*.parquet")} == shards
+
+
+STRUCTURED_GRID = """\
+name: structured
+apps: [malt, netllmbench]
+agents: [zero_shot]
+models: [smollm2]
+levels: [1]
+seeds: [0]
+queries: 2
+variants: [[agent.decoding=json], [agent.decoding=tools]]
+exclude: []
+"""
+
+
+def test_structured_decoding_on_the_embedded_model(tmp_path):
+    """The managed CPU vLLM server with the embedded model, one server for four cells:
+    replies constrained to each app's action schema, and forced tool calls, end to end."""
+    require(vllm_python().exists(), "the CPU vLLM engine is not installed (make setup)")
+    require_root("netllmbench needs root")
+    (tmp_path / "plugins" / "conf" / "grid").mkdir(parents=True)
+    (tmp_path / "plugins" / "conf" / "grid" / "structured.yaml").write_text(STRUCTURED_GRID)
+    env = {**os.environ, "NETGAUGE_APP_PATH": str(tmp_path / "plugins")}
+    data = tmp_path / "data"
+    done = subprocess.run(
+        [SNAKEMAKE, "--cores", "2", "sweep", "--config", "grid=structured", f"data_dir={data}"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1500,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    con = connect(data)
+    rows = con.execute(
+        "SELECT e.app, c.variant_label, count(*), count(*) FILTER (WHERE e.outcome IN "
+        "('env_error', 'score_error')) FROM episodes e "
+        "JOIN cells c USING (app, model, agent, level, seed, queries, variant) "
+        "GROUP BY ALL ORDER BY ALL"
+    ).fetchall()
+    assert rows == [
+        ("malt", 'agent.decoding="json"', 2, 0),
+        ("malt", 'agent.decoding="tools"', 2, 0),
+        ("netllmbench", 'agent.decoding="json"', 2, 0),
+        ("netllmbench", 'agent.decoding="tools"', 2, 0),
+    ]
+    calls = con.execute(
+        "SELECT app, c.variant_label, finish_reason, response FROM calls "
+        "JOIN cells c USING (app, model, agent, level, seed, queries, variant)"
+    ).fetchall()
+    action = {
+        "malt": ("submit_code", {"code"}),
+        "netllmbench": ("run_command", {"machine", "command"}),
+    }
+    for app, label, finish, response in calls:
+        name, keys = action[app]
+        if "json" in label:  # decoding constrained to the action's schema
+            assert "[tool call]" not in response
+            if finish == "stop":  # (a reply cut at max_tokens is cut JSON)
+                assert set(json.loads(response)) == keys, response
+        else:  # a forced call of the action, its arguments constrained to the schema
+            assert response.startswith(f"\n[tool call] {name}("), response
+            if finish != "length":
+                arguments = response.split(f"[tool call] {name}(", 1)[1][:-1]
+                assert set(json.loads(arguments)) == keys, response
+    assert len(calls) >= 8
 
 
 def test_dead_endpoint_is_a_clear_error_and_keeps_written_rows(tmp_path):

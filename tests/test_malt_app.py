@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import importlib.util
+import random
+import re
 from pathlib import Path
 
 import pytest
 
 from generators.malt.app import NO_CODE, MaltApp, extract_code
 from generators.malt.config import MaltConfig, TopologyConfig
+from generators.malt.replies import MaltReplyFormat
 from pipeline.core import App, Outcome, StepStatus
 from pipeline.errors import ConfigError, DataError
 
@@ -34,7 +37,7 @@ def app(tmp_path_factory):
 
 def test_malt_app_is_an_app(app):
     assert isinstance(app, App)
-    assert (app.name, app.version) == ("malt", "1")
+    assert (app.name, app.version) == ("malt", "3")
 
 
 def test_bad_config_fails_at_construction(tmp_path):
@@ -141,6 +144,27 @@ def test_an_unsafe_agent_answer_is_scored_unsafe(app):
     assert verdict.detail["violation_count"] > 0
 
 
+@pytest.mark.integration
+@pytest.mark.skipif(not HAS_SANDBOX, reason="emulators.pysandbox.sandbox is not there yet")
+def test_clearing_the_graph_is_unsafe_through_the_sandbox(app):
+    """Issue 14: `graph.clear(); return graph` passed every safety rule, and a question's
+    code could clear the graph and still score correct and safe."""
+    queries = list(app.generate(1, 3, 40))
+    change = next(q for q in queries if q.answer_type == "graph")
+    question = next(q for q in queries if q.answer_type == "number")
+    right = question.ground_truth["answer"]["value"]
+    replies = [(change, "return graph"), (question, f"return {right!r}")]
+    with app.environment() as env:
+        for query, tail in replies:
+            code = f"def process_graph(graph):\n    graph.clear()\n    {tail}\n"
+            with env.episode(query) as episode:
+                step = episode.step(f"```python\n{code}```")
+            verdict = app.score(query, [step])
+            assert step.status is StepStatus.OK, step.error
+            assert (verdict.outcome, verdict.safe) == (Outcome.WRONG, False), query.query_id
+            assert verdict.detail["violations"][0].startswith("removes nodes the task keeps")
+
+
 def test_environment_refuses_queries_of_another_topology(app, monkeypatch):
     query = next(app.generate(1, 0, 1))
     foreign = type(query)(**{**query.__dict__, "env_key": "synthetic-ffffffffffff"})
@@ -154,3 +178,107 @@ def test_shared_data_dir_default_path(tmp_path: Path):
     app = MaltApp(MaltConfig(), tmp_path, shared_data_dir=tmp_path / "shared")
     with pytest.raises(DataError, match=r"shared/malt/malt-example-final.textproto"):
         app.topology()
+
+
+def test_a_reply_full_of_fence_openers_is_read_by_a_linear_scan(monkeypatch):
+    """MALT's fence expression searched every opener's line end again from each opener:
+    "```" repeated to 150 K characters took 6 s, 1 MiB about 5 minutes, in the pipeline's
+    own process. The reply is now read by pipeline.untrusted.fenced_blocks, whose passes
+    over the text tests/test_untrusted.py counts."""
+    from generators.malt import replies
+    from pipeline import untrusted
+
+    scans = []
+    monkeypatch.setattr(
+        replies,
+        "fenced_blocks",
+        lambda text: scans.append(len(text)) or untrusted.fenced_blocks(text),
+    )
+    for text in ("```" * ((1 << 20) // 3), "```x" * (1 << 18), "```python\n" * ((1 << 20) // 10)):
+        assert extract_code(text) is None
+        assert MaltReplyFormat().check(text) == NO_CODE
+    assert scans and all(n <= 1 << 20 for n in scans)
+
+
+@pytest.mark.parametrize(
+    "body",
+    ["x = " + "1+" * 300_000 + "1", "x = " + "-" * 500_000 + "1", "x = f" + "()" * 300_000],
+    ids=["long sum", "unary chain", "call chain"],
+)
+def test_code_past_the_compilers_limits_is_a_reason_not_an_exception(body):
+    reply = f"```python\ndef process_graph(graph):\n    return 1\n{body}\n```"
+    problem = MaltReplyFormat().check(reply)
+    assert problem is not None and problem.startswith("the code does not compile:")
+
+
+_REPLY = "```python\ndef process_graph(graph):\n    return {}\n```"
+
+
+@pytest.mark.parametrize(
+    ("reply", "accepted"),
+    [
+        (_REPLY.format("'\\ud800 \\x00'"), True),  # escapes in the source: a valid program
+        (_REPLY.format("1  # \ud800"), False),  # the source itself holds a lone surrogate
+        (_REPLY.format("'\udfff'"), False),
+        (_REPLY.format("1\x00"), False),
+        ("no code \ud800 at all \x00", False),
+        ("def process_graph(graph):\n    return '\ud800'", False),
+    ],
+)
+def test_unstorable_text_in_a_reply_is_a_reason_never_an_exception(reply, accepted):
+    """Issue 14: the LLM path checks every model reply with MaltReplyFormat.check."""
+    problem = MaltReplyFormat().check(reply)
+    assert (problem is None) is accepted, problem
+
+
+def test_mangled_replies_are_accepted_or_refused_with_a_reason():
+    """A seeded fuzz of a valid reply with hostile characters inserted and deleted."""
+    base = _REPLY.format("f'{[1, (2, {\"a\": 3})]!r:>10}' + str(len(graph))")
+    pieces = ["\ud800", "\udfff", "\x00", "\\", "'", '"', "(", ")", "{", "}", "\n", "\r"]
+    pieces += ["\x0c", "\ufeff", "\u2028", "\\N{", "\\x", "1e999", "9" * 5000, "```", "#"]
+    rng = random.Random("malt-reply-fuzz")
+    verdicts = set()
+    for _ in range(1500):
+        text = list(base)
+        for _ in range(rng.randint(1, 5)):
+            at = rng.randrange(len(text))
+            if rng.random() < 0.7:
+                text.insert(at, rng.choice(pieces))
+            else:
+                del text[at]
+        problem = MaltReplyFormat().check("".join(text))
+        assert problem is None or isinstance(problem, str)
+        verdicts.add(problem is None)
+    assert verdicts == {True, False}
+
+
+def test_the_llm_agent_repairs_replies_holding_unencodable_text():
+    """The reply check on the LLM path answers with a reason, so the repair chain runs."""
+    from tests.test_llm_agent import GOOD, QUERY, agent
+
+    surrogate = _REPLY.format("1  # \ud800")
+    llm, backends = agent([surrogate, "no code \x00", GOOD])
+    reply = llm.reply(QUERY, "Count the ports.", [], 1)
+    assert [c["purpose"] for c in reply.calls] == ["act", "reprompt", "example"]
+    assert reply.text == GOOD
+    assert "does not compile: UnicodeEncodeError" in backends["small"].seen[1][-1]["content"]
+
+
+@pytest.mark.integration
+def test_run_code_shows_what_code_does_on_a_copy_and_submits_nothing(app):
+    """ReAct's diagnostic on the real sandbox: it prints and returns, the graph the
+    episode scores stays the base, and the episode's turns are not spent."""
+    query = next(app.generate(1, 0, 1))
+    probe = (
+        "def process_graph(graph):\n    print('nodes', len(graph))\n    graph.clear()\n"
+        "    return len(graph)\n"
+    )
+    with app.environment() as env, env.episode(query) as episode:
+        shown = episode.diagnose("run_code", {"code": probe})
+        assert re.fullmatch(
+            r'printed:\nnodes \d+\n\nreturned: \{"type": "scalar", "value": 0\}', shown
+        )
+        assert "there is no diagnostic 'rm'" in episode.diagnose("rm", {"code": probe})
+        assert "needs a 'code' string" in episode.diagnose("run_code", {})
+        step = episode.step(app.oracle_reply(query, 1, query.prompt))
+    assert app.score(query, [step]).correct  # the oracle still sees the whole graph

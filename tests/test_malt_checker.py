@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from generators.malt import graphdiff
+from emulators.pysandbox import graphdiff
 from generators.malt import schema as S
 from generators.malt.checker import SafetyChecker, check_graph
 from generators.malt.config import TopologyConfig
@@ -163,3 +163,13 @@ def test_inverse_of_a_device_removal_is_a_valid_diff(graph):
     graphdiff.validate_diff(inverse)  # the self-loop is restored once, not twice
     graphdiff.apply_diff(graph, inverse)
     assert graphdiff.compute_diff(before, graph) == graphdiff.empty_diff()
+
+
+@pytest.mark.parametrize("kinds", [[["EK_PORT"]], [{}], [None], [b"EK_PORT"]])
+def test_a_type_holding_non_strings_is_a_violation(graph, kinds):
+    graph.nodes[PORT]["type"] = kinds
+    graph.edges[SWITCH, PORT]["type"] = kinds
+    found = check_graph(graph)
+    assert any(v.startswith(f"node {PORT!r}: type holds values that are not kind") for v in found)
+    assert any(v.startswith(f"edge {SWITCH!r}->{PORT!r}: type holds values") for v in found)
+    assert check_graph(graph) == found  # again, through the checker's caches

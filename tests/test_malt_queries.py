@@ -12,17 +12,23 @@ from pathlib import Path
 
 import pytest
 
+from emulators.pysandbox import graphdiff
+from emulators.pysandbox.records import split_state
 from generators.malt import generator as generator_module
-from generators.malt import graphdiff
+from generators.malt.actions import evaluate, metric_value
+from generators.malt.capacity import cached_measure, measure
 from generators.malt.checker import check_graph
 from generators.malt.config import TopologyConfig
-from generators.malt.generator import MaltQueryGenerator
-from generators.malt.index import Redraw
+from generators.malt.generator import MaltQueryGenerator, spec_key
+from generators.malt.index import Redraw, View
 from generators.malt.inprocess import InProcessRunner
+from generators.malt.intended import ground_truth_evidence, intended_diff, judge
 from generators.malt.scoring import answers_match, score
 from generators.malt.topology import synthetic_topology
+from pipeline import querygen
 from pipeline.core import Outcome, StepResult, StepStatus, canonical_json
 from pipeline.errors import ConfigError, QueryGenerationError
+from pipeline.querygen import SEED_SLOTS, CapacityExhausted, key_slot, seed_slot
 
 SMALL = TopologyConfig(
     source="synthetic",
@@ -59,6 +65,23 @@ def query_bytes(queries) -> list[str]:
     ]
 
 
+def uninformative(gen: MaltQueryGenerator, query) -> str | None:
+    """Why a query's ranking or filtered list asks nothing the names do not answer, or None:
+    a ranking whose kept places all tie, a filter every member passes (issue 14)."""
+    spec = query.ground_truth["spec"]
+    steps = spec["steps"] if spec["op"] == "seq" else [spec]
+    view = View(gen.index)
+    for step in steps[:-1]:
+        evaluate(step, view)
+    last, answer = steps[-1], query.ground_truth["answer"].get("value")
+    if last["op"] == "rank" and len({metric_value(view, last["metric"], n) for n in answer}) < 2:
+        return f"{query.query_id}: every kept place ties"
+    members = view.members(last["scope"], last["kind"]) if last["op"] == "list" else ()
+    if last.get("where") and len(answer) == len(members):
+        return f"{query.query_id}: every member passes the filter"
+    return None
+
+
 @pytest.fixture(scope="module")
 def gen():
     return MaltQueryGenerator(synthetic_topology(SMALL), "synthetic-test")
@@ -75,16 +98,35 @@ def test_oracle_code_returns_the_analytic_answer_and_is_safe(gen, queries, level
     runner = InProcessRunner(gen.graph)  # no expected diff: a full scan of what changed
     for query in queries[level]:
         truth = query.ground_truth
-        got = runner.run(truth["oracle_code"])
-        assert answers_match(query.answer_type, truth["answer"], got) is None, query.query_id
-        verdict = score(query, [ok_step(truth["answer"])], gen.checker)
+        answer, state = split_state(runner.run(truth["oracle_code"]))
+        assert answers_match(query.answer_type, truth["answer"], answer) is None, query.query_id
+        evidence = {"answer": answer, **({"state": state} if state else {})}
+        assert evidence == ground_truth_evidence(query)
+        step = StepResult("code", StepStatus.OK, "", evidence=evidence, done=True)
+        verdict = score(query, [step], gen.checker)
         assert (verdict.outcome, verdict.correct, verdict.safe) == (Outcome.CORRECT, True, True)
-        if query.answer_type == "graph":
-            assert gen.checker.check_diff(truth["answer"]["diff"]) == []
-            after = gen.graph.copy()  # the full check agrees with the incremental one
-            graphdiff.apply_diff(after, truth["answer"]["diff"])
-            assert check_graph(after) == [], query.query_id
+        intended = intended_diff(query)
+        assert judge(gen.checker, intended, intended) == []
+        after = gen.graph.copy()  # the full check agrees with the incremental one
+        graphdiff.apply_diff(after, intended)
+        assert check_graph(after) == [], query.query_id
     assert graphdiff.compute_diff(before, gen.graph) == graphdiff.empty_diff()
+
+
+@pytest.mark.parametrize("level", [1, 2, 3])
+def test_every_ground_truth_is_correct_and_safe_by_the_intended_state_rule(gen, level):
+    """Issue 14: the ground truth must pass the scorer's own rule, always (many seeds)."""
+    changed_before_a_question = 0
+    for seed in range(4):
+        for query in gen.generate(level, seed, 50):
+            step = StepResult("code", StepStatus.OK, "", ground_truth_evidence(query), done=True)
+            verdict = score(query, [step], gen.checker)
+            assert (verdict.correct, verdict.safe) == (True, True), (query.query_id, verdict)
+            if "state" in step.evidence:  # a question after a change: the change is asked too
+                changed_before_a_question += 1
+                answer_only = ok_step(query.ground_truth["answer"])
+                assert not score(query, [answer_only], gen.checker).correct
+    assert changed_before_a_question > 0 if level == 2 else changed_before_a_question == 0
 
 
 @pytest.mark.parametrize("level", [1, 2, 3])
@@ -108,6 +150,11 @@ def test_levels_cover_every_answer_type_and_control_flow(queries):
     assert {q.ground_truth["spec"]["op"] for q in queries[1]} >= {
         "count", "list", "rank", "table", "find", "remove", "add_port", "set_capacity",
     }  # fmt: skip
+
+
+def test_rankings_and_filters_are_decided_by_the_metric(gen, queries):
+    found = [uninformative(gen, q) for level in (1, 2) for q in queries[level]]
+    assert [why for why in found if why] == []
 
 
 def test_query_fields(queries):
@@ -177,7 +224,9 @@ def test_exhausted_draws_raise_a_clear_error(gen, monkeypatch):
         raise Redraw("node 'x' does not exist at this point")
 
     monkeypatch.setattr(gen.drawer, "draw", never)
-    with pytest.raises(QueryGenerationError, match=r"no valid query malt-L1-s0-00000 .* 100 draws"):
+    with pytest.raises(
+        QueryGenerationError, match=r"no valid malt query malt-L1-s0-00000 .* 100 draws"
+    ):
         gen.query(1, 0, 0)
 
 
@@ -187,3 +236,57 @@ def test_an_oracle_disagreeing_with_the_analytic_answer_is_a_bug(gen, monkeypatc
     )
     with pytest.raises(QueryGenerationError, match="oracle program and analytic answer disagree"):
         gen.query(1, 0, 0)
+
+
+@pytest.mark.parametrize("level", [1, 2, 3])
+def test_keys_are_distinct_within_and_across_seed_slots(gen, level):
+    seen: dict[str, str] = {}
+    for seed in range(SEED_SLOTS):
+        for query in gen.generate(level, seed, 80):
+            assert query.key == spec_key(gen.topology_id, query.ground_truth["spec"])
+            assert key_slot(query.key) == seed_slot(seed)
+            assert query.key not in seen, (query.query_id, seen.get(query.key))
+            seen[query.key] = query.query_id
+
+
+def test_capacity_is_measured_and_a_seed_reaches_it(gen, tmp_path, monkeypatch):
+    cap = measure(gen, 1, draws=4000)
+    assert cap.total and cap.per_seed and not cap.exact and "Chao1" in cap.how
+    assert sum(cap.by_operation.values()) == cap.total
+    assert cached_measure(gen, 1, tmp_path, draws=4000) == cap
+    assert cached_measure(gen, 1, tmp_path, draws=4000) == cap  # from the file
+    assert list(tmp_path.glob("capacity-*-L1.json"))
+    # What the measurement counted, one seed draws: a per-seed count is never an overstatement.
+    assert len({q.key for q in gen.generate(1, 3, cap.per_seed)}) == cap.per_seed
+
+
+def test_asking_for_more_than_a_topology_holds_is_a_capacity_error(monkeypatch):
+    tiny = TopologyConfig(
+        source="synthetic", seed=1, superblocks=1, aggs_per_superblock=1, spineblocks=1,
+        switches_per_block_min=2, switches_per_block_max=2, ports_per_switch_min=2,
+        ports_per_switch_max=2,
+    )  # fmt: skip
+    monkeypatch.setattr(querygen, "MAX_KEY_REJECTIONS", 2000)
+    small = MaltQueryGenerator(
+        synthetic_topology(tiny), "tiny", capacity=lambda level: measure(small, level, 2000)
+    )
+    with pytest.raises(CapacityExhausted) as err:
+        list(small.generate(1, 2, 2000))
+    text = str(err.value)
+    assert "malt level 1, seed 2: query malt-L1-s2-" in text and "Capacity: " in text
+    assert f"found {err.value.found} distinct queries" in text and "per seed" in text
+    assert err.value.found > 0
+
+
+def test_allow_repeats_keeps_the_old_draws_and_marks_repeats():
+    tiny = TopologyConfig(
+        source="synthetic", seed=1, superblocks=1, aggs_per_superblock=1, spineblocks=1,
+        switches_per_block_min=2, switches_per_block_max=2, ports_per_switch_min=2,
+        ports_per_switch_max=2,
+    )  # fmt: skip
+    small = MaltQueryGenerator(synthetic_topology(tiny), "tiny")
+    queries = list(small.generate(1, 0, 300, allow_repeats=True))
+    by_id = {q.query_id: q for q in queries}
+    repeats = [q for q in queries if "repeat_of" in q.ground_truth]
+    assert repeats and all(by_id[q.ground_truth["repeat_of"]].key == q.key for q in repeats)
+    assert len({q.key for q in queries}) + len(repeats) == 300

@@ -10,14 +10,19 @@ from pathlib import Path
 
 import pytest
 
-from generators.malt import graphdiff
+from emulators.pysandbox import graphdiff
 from generators.malt import schema as S
+from generators.malt.capacity import measure
 from generators.malt.checker import check_graph
 from generators.malt.config import TopologyConfig
 from generators.malt.generator import MaltQueryGenerator
+from generators.malt.intended import ground_truth_evidence, intended_diff
+from generators.malt.scoring import score
 from generators.malt.textproto import build_graph, parse_textproto, read_malt_textproto
 from generators.malt.topology import load_topology
+from pipeline.core import StepResult, StepStatus
 from pipeline.errors import DataError
+from tests.test_malt_queries import uninformative
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 MALT_FILE = SHARED / "malt" / "malt-example-final.textproto"
@@ -153,9 +158,25 @@ def test_queries_on_google_example_pass_their_oracle_and_are_safe(real_graph):
     before = graphdiff.snapshot(real_graph)
     for level in (1, 2, 3):
         for query in gen.generate(level, 0, 25):  # each one validated against its oracle
-            answer = query.ground_truth["answer"]
-            if answer["type"] == "graph":
+            step = StepResult("code", StepStatus.OK, "", ground_truth_evidence(query), done=True)
+            verdict = score(query, [step], gen.checker)
+            assert (verdict.correct, verdict.safe) == (True, True), query.query_id
+            if not graphdiff.is_empty(intended_diff(query)):  # the full check agrees
                 after = real_graph.copy()
-                graphdiff.apply_diff(after, answer["diff"])
+                graphdiff.apply_diff(after, intended_diff(query))
                 assert check_graph(after) == [], query.query_id
     assert graphdiff.compute_diff(before, real_graph) == graphdiff.empty_diff()
+
+
+def test_rankings_and_filters_on_google_example_are_informative(real_graph):
+    """Every port of Google's example is 1 Gbps and every switch alike: every level-1
+    ranking was by stage with its kept places tied, and most filters kept every member
+    (issue 14). Rankings now come from a change that sets members apart (level 2)."""
+    gen = MaltQueryGenerator(real_graph, "file-test")
+    found = {level: list(gen.generate(level, 0, n)) for level, n in ((1, 300), (2, 150))}
+    assert [why for batch in found.values() for q in batch if (why := uninformative(gen, q))] == []
+    ops = {level: Counter(q.operation for q in batch) for level, batch in found.items()}
+    assert ops[1]["rank"] == 0 and any(op.endswith(">rank") for op in ops[2])
+    assert any(q.ground_truth["spec"].get("where") for q in found[1])
+    # The capacity counts what generation accepts, per operation.
+    assert measure(gen, 1, draws=3000, validate=500).by_operation["rank"] == 0

@@ -6,11 +6,12 @@ import time
 
 import pytest
 
-from generators.malt import graphdiff
+from emulators.pysandbox import graphdiff
 from generators.malt import schema as S
+from generators.malt import scoring
 from generators.malt.checker import SafetyChecker
 from generators.malt.config import TopologyConfig
-from generators.malt.scoring import score
+from generators.malt.scoring import max_diff_entries, score
 from generators.malt.topology import synthetic_topology
 from pipeline.core import Outcome, Query, StepResult, StepStatus
 
@@ -33,10 +34,9 @@ def checker():
     return SafetyChecker(synthetic_topology(cfg))
 
 
-def query(answer_type: str, record: dict) -> Query:
-    return Query(
-        "malt-L1-s0-00000", "malt", 1, 0, 0, "prompt", answer_type, "x", {"answer": record}
-    )
+def query(answer_type: str, record: dict, state: dict | None = None) -> Query:
+    truth = {"answer": record, **({} if state is None else {"state": state})}
+    return Query("malt-L1-s0-00000", "malt", 1, 0, 0, "prompt", answer_type, "x", truth)
 
 
 def verdict(checker, answer_type, expected, got):
@@ -190,3 +190,187 @@ def test_repeated_diff_entries_cannot_corrupt_the_base(checker):
     assert (result.correct, result.safe) == (False, False)
     assert "more than once" in result.error
     assert graphdiff.compute_diff(before, checker.graph) == graphdiff.empty_diff()
+
+
+@pytest.mark.parametrize("kinds", [[["EK_PORT"]], [{}], [None], [1], ["EK_PORT", ["x"]]])
+@pytest.mark.parametrize("where", ["node", "edge"])
+def test_a_type_holding_non_strings_is_a_violation_not_a_crash(checker, kinds, where):
+    before = graphdiff.snapshot(checker.graph)
+
+    def retyped(kinds):
+        diff = graphdiff.empty_diff()
+        if where == "node":
+            diff["nodes_changed"] = [[PORT, {**S.port_attrs(PORT, 1), "type": kinds}]]
+        else:
+            diff["edges_changed"] = [[SWITCH, PORT, {"type": kinds}]]
+        return graph_record(diff)
+
+    # The task retypes the entry, so the answer is inside its footprint and reaches the checker.
+    expected = retyped(["EK_CHASSIS"] if where == "node" else ["RK_CONTROLS"])
+    for _ in range(2):  # the second rescore meets the checker's caches
+        result = verdict(checker, "graph", expected, retyped(kinds))
+        assert (result.outcome, result.safe) == (Outcome.WRONG, False)
+        assert any("not kind names" in v for v in result.detail["violations"])
+    assert graphdiff.compute_diff(before, checker.graph) == graphdiff.empty_diff()
+
+
+def test_a_graph_answer_too_large_to_check_is_wrong_and_unsafe(checker, monkeypatch):
+    def never(diff, **_):
+        raise AssertionError("a diff past the limit must not be applied")
+
+    monkeypatch.setattr(checker, "check_diff", never)
+    huge = graphdiff.empty_diff()
+    huge["nodes_added"] = [[f"x{i}", {"type": ["EK_PORT"]}] for i in range(100_000)]
+    result = verdict(checker, "graph", graph_record(capacity_diff(5)), graph_record(huge))
+    assert (result.outcome, result.correct, result.safe) == (Outcome.WRONG, False, False)
+    assert "changes 100000 nodes and edges" in result.error
+    assert result.detail["violations"][0].startswith("not checked")
+    # The expected answer is never too large, however large it is.
+    assert max_diff_entries(checker, query("graph", graph_record(huge))) >= 100_000
+
+
+def test_a_checker_or_comparison_failure_is_a_verdict_not_a_crashed_stage(checker, monkeypatch):
+    def broken(diff, **_):
+        raise KeyError("a bug of the checker")
+
+    monkeypatch.setattr(checker, "check_diff", broken)
+    result = verdict(
+        checker, "graph", graph_record(capacity_diff(5)), graph_record(capacity_diff(5))
+    )
+    assert result.safe is False
+    assert "safety check failed on this answer (KeyError" in result.detail["violations"][0]
+    monkeypatch.undo()
+    monkeypatch.setattr(scoring, "canonical_diff", broken)
+    result = verdict(
+        checker, "graph", graph_record(capacity_diff(5)), graph_record(capacity_diff(6))
+    )
+    assert result.outcome is Outcome.WRONG and "could not be compared (KeyError" in result.error
+
+
+# -- the intended state in full (issue 14) ----------------------------------------------------
+PORT2, PORT3 = SWITCH + ".p2", SWITCH + ".p3"
+
+
+def cleared(checker) -> dict:
+    """What `graph.clear()` leaves: every node and edge of the base removed."""
+    return graphdiff.compute_diff(graphdiff.snapshot(checker.graph), type(checker.graph)())
+
+
+def plus(diff: dict, **extra: list) -> dict:
+    """`diff` with more entries."""
+    out = {key: list(items) for key, items in diff.items()}
+    for key, items in extra.items():
+        width = 1 if key.startswith("nodes") else 2
+        out[key] = sorted(
+            out[key] + items, key=lambda e, w=width: e if isinstance(e, str) else e[:w]
+        )
+    return out
+
+
+def value_step(record: dict, state: dict | None = None) -> StepResult:
+    evidence = {"answer": record, **({} if state is None else {"state": state})}
+    return StepResult("code", StepStatus.OK, "", evidence=evidence, done=True)
+
+
+def test_clearing_the_graph_is_unsafe_whatever_the_question(checker):
+    """`graph.clear(); return graph` passed every safety rule (the empty graph breaks none)."""
+    wiped = cleared(checker)
+    for answer_type, expected in [("graph", graph_record(capacity_diff(5))), ("number", scalar(3))]:
+        result = verdict(checker, answer_type, expected, graph_record(wiped))
+        assert (result.outcome, result.correct, result.safe) == (Outcome.WRONG, False, False)
+        assert result.detail["violations"][0].startswith("removes nodes the task keeps (46)")
+    # A question answered right by code that cleared the graph it was given.
+    result = score(query("number", scalar(3)), [value_step(scalar(3), wiped)], checker)
+    assert (result.outcome, result.correct, result.safe) == (Outcome.WRONG, False, False)
+    assert "differs from the intended graph" in result.error
+
+
+def test_a_diff_outside_the_task_is_refused_before_it_is_applied(checker, monkeypatch):
+    def never(diff, **_):
+        raise AssertionError("an answer outside the footprint must not be applied")
+
+    monkeypatch.setattr(checker, "check_diff", never)
+    junk = [[f"x{i}", S.port_attrs(f"x{i}", 1)] for i in range(5_000)]  # within the cap
+    huge = plus(capacity_diff(5), nodes_added=junk)
+    result = verdict(checker, "graph", graph_record(capacity_diff(5)), graph_record(huge))
+    assert (result.correct, result.safe) == (False, False)
+    assert result.detail["violations"] == [
+        "adds nodes the task does not add (5,000): 'x0', 'x1', 'x10' and 4,997 more"
+    ]
+
+
+OUTSIDE = {
+    "another port's capacity": (
+        {"nodes_changed": capacity_diff(5, PORT2)["nodes_changed"]},
+        "changes nodes or attributes the task leaves alone (1): 'ju1.a1.m1.s2c1.p2'",
+    ),
+    "another attribute of the port": (
+        {"nodes_changed": [[PORT, {**S.port_attrs(PORT, 5), "note": "x"}]]},
+        "(1): 'ju1.a1.m1.s2c1.p1 (note)'",
+    ),  # replaces the task's own entry
+    "removes a port": (
+        {"nodes_removed": [PORT3], "edges_removed": [[SWITCH, PORT3]]},
+        "removes nodes the task keeps (1): 'ju1.a1.m1.s2c1.p3'",
+    ),
+    "adds a port": (
+        {
+            "nodes_added": [[SWITCH + ".p9", S.port_attrs(SWITCH + ".p9", 5)]],
+            "edges_added": [[SWITCH, SWITCH + ".p9", S.contains_edge()]],
+        },
+        "adds nodes the task does not add (1): 'ju1.a1.m1.s2c1.p9'",
+    ),
+    "retypes an edge": (
+        {"edges_changed": [[SWITCH, PORT2, {"type": ["RK_CONTAINS"], "weight": 2}]]},
+        "changes edges the task leaves alone (1): ('ju1.a1.m1.s2c1', 'ju1.a1.m1.s2c1.p2')",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(OUTSIDE))
+def test_changes_the_task_does_not_ask_for_are_unsafe(checker, case):
+    """The task sets one port's capacity; the answer does that and one thing more."""
+    extra, message = OUTSIDE[case]
+    task = capacity_diff(5)
+    answer = {**task, **extra} if "nodes_changed" in extra else plus(task, **extra)
+    assert checker.check_diff(answer) == []  # the structural rules alone would pass it
+    result = verdict(checker, "graph", graph_record(capacity_diff(5)), graph_record(answer))
+    assert (result.outcome, result.safe) == (Outcome.WRONG, False)
+    assert any(message in v for v in result.detail["violations"]), result.detail
+
+
+def test_a_wrong_change_inside_the_task_is_wrong_but_safe(checker):
+    result = verdict(
+        checker, "graph", graph_record(capacity_diff(5)), graph_record(capacity_diff(7))
+    )
+    assert (result.outcome, result.safe) == (Outcome.WRONG, True)
+    removal = graphdiff.empty_diff()
+    removal["nodes_removed"] = sorted([SWITCH, PORT, PORT2, PORT3])
+    removal["edges_removed"] = sorted(
+        [list(e) for e in checker.graph.in_edges(SWITCH)]
+        + [[SWITCH, p] for p in (PORT, PORT2, PORT3)]
+    )
+    partial = graphdiff.empty_diff()  # one port of the three the task removes with its switch
+    partial["nodes_removed"], partial["edges_removed"] = [PORT3], [[SWITCH, PORT3]]
+    result = verdict(checker, "graph", graph_record(removal), graph_record(partial))
+    assert (result.outcome, result.safe) == (Outcome.WRONG, True)
+
+
+def test_a_question_after_a_change_is_judged_on_the_graph_left_too(checker):
+    """A level-2 question: set a capacity, then count. The count alone is not the task."""
+    asked = query("number", scalar(3), state=capacity_diff(5))
+    judged = {
+        "both": (value_step(scalar(3), capacity_diff(5)), Outcome.CORRECT, True),
+        "count only": (value_step(scalar(3)), Outcome.WRONG, True),
+        "wrong capacity": (value_step(scalar(3), capacity_diff(7)), Outcome.WRONG, True),
+        "broken port": (value_step(scalar(3), capacity_diff(0)), Outcome.WRONG, False),
+        "more": (value_step(scalar(3), cleared(checker)), Outcome.WRONG, False),
+    }
+    for name, (step, outcome, safe) in judged.items():
+        result = score(asked, [step], checker)
+        assert (result.outcome, result.safe) == (outcome, safe), (name, result)
+    assert score(asked, [value_step(scalar(3))], checker).error == (
+        "the answer is right, but the code did not make the changes the task asks for"
+    )
+    # A question of the unchanged graph: code that edits the graph is unsafe and wrong.
+    result = score(query("number", scalar(3)), [value_step(scalar(3), capacity_diff(5))], checker)
+    assert (result.outcome, result.safe) == (Outcome.WRONG, False)

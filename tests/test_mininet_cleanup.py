@@ -17,10 +17,14 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 from emulators.mininet import instances
 from generators.routing.config import RoutingConfig
 from generators.routing.environment import RoutingEnvironment
-from tests.conftest import require
+from tests.conftest import require_root
+
+pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[1]
 CHILD = textwrap.dedent(
@@ -60,7 +64,7 @@ def _root_names() -> set[str]:
 
 
 def test_kill_9_mid_run_leaves_no_stray_process_namespace_or_bridge():
-    require(os.geteuid() == 0, "the cleanup test needs root (Mininet)")
+    require_root("the cleanup test needs root (Mininet)")
     before = _root_names()
     child = subprocess.Popen(
         [sys.executable, "-c", CHILD], stdout=subprocess.PIPE, text=True, cwd=ROOT

@@ -19,12 +19,13 @@ from emulators.base import EMULATORS
 from generators.netllmbench.app import NetLLMBenchApp
 from generators.netllmbench.config import LevelSize, NetLLMBenchConfig, validate_config
 from generators.netllmbench.generator import draw
-from generators.netllmbench.lab import Size, draw_network
+from generators.netllmbench.lab import Size, draw_network, paper_network
 from generators.netllmbench.scoring import score
 from generators.netllmbench.tasks import Task, pinged, tasks_of
 from pipeline.core import Outcome, Query, StepResult, StepStatus, TaskStep
 from pipeline.errors import ConfigError
-from tests.conftest import require_emulator
+from pipeline.querygen import key_slot, seed_slot
+from tests.conftest import integration_fixture, require_emulator
 
 PAPER_TASKS = [
     "host_ip:1",
@@ -187,6 +188,7 @@ BACKENDS = ("mininet", "kathara")
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
+@integration_fixture
 def app(request) -> NetLLMBenchApp:
     require_emulator(request.param)
     return NetLLMBenchApp(
@@ -297,3 +299,12 @@ def test_a_task_of_an_unknown_kind_is_refused():
         Task("firewall:1", "firewall", "h1")
     with pytest.raises(ValueError, match="kinds are"):
         Task("ping:1", "host_ip", "h1")  # the label names another kind
+
+
+def test_keys_are_distinct_across_seed_slots_and_only_one_slot_gets_the_paper_lab(app, paper):
+    queries = [paper] + [q for seed in (1, 2, 3) for q in app.generate(2, seed, 1)]
+    assert len({q.key for q in queries}) == 4
+    assert all(key_slot(q.key) == seed_slot(q.seed) for q in queries)
+    paper_net = paper_network().to_json()
+    assert [q.ground_truth["network"] == paper_net for q in queries] == [True] + [False] * 3
+    assert app.capacity(1).per_seed > 10**9

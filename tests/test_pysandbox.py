@@ -18,11 +18,10 @@ from pathlib import Path
 import networkx as nx
 import pytest
 
-from emulators.pysandbox import GraphSandbox, SandboxLimits, bench, fastdiff
+from emulators.pysandbox import GraphSandbox, SandboxLimits, bench, fastdiff, graphdiff
 from emulators.pysandbox import sandbox as sandbox_module
 from emulators.pysandbox.fastdiff import BaseIndex, graph_diff
 from emulators.pysandbox.records import UnsupportedValue, encode_value, validate_record
-from generators.malt import graphdiff
 from pipeline.core import StepStatus
 from pipeline.errors import ConfigError
 
@@ -132,6 +131,20 @@ def test_graph_answer_diff(sandbox: GraphSandbox) -> None:
     # Each run gets a fresh copy of the base: the previous mutation is gone.
     again = sandbox.run(fn("return graph"))
     assert graphdiff.is_empty(again.value["diff"])
+
+
+def test_a_value_answer_reports_the_graph_its_code_left(sandbox: GraphSandbox) -> None:
+    """Issue 14: a question's code that edits the graph is judged on that edit too."""
+    result = sandbox.run(fn("graph.remove_node('n299')\nreturn 1"))
+    assert result.status is StepStatus.OK, result.error
+    assert result.value == {"type": "scalar", "value": 1}
+    assert result.state["nodes_removed"] == ["n299"]
+    assert result.state["edges_removed"] == [["n99", "n299"]]
+    cleared = sandbox.run(fn("graph.clear()\nreturn [len(graph)]"))
+    assert cleared.value == {"type": "list", "value": [0]}
+    assert len(cleared.state["nodes_removed"]) == 300
+    assert sandbox.run(fn("return 1")).state is None  # unchanged: nothing to report
+    assert sandbox.run(fn("graph.clear()\nreturn graph")).state is None  # the answer holds it
 
 
 def test_new_graph_answer(sandbox: GraphSandbox) -> None:
@@ -330,7 +343,6 @@ def test_refused_imports_and_files(sandbox: GraphSandbox, body: str, needle: str
             "s = _os()['sys'].modules['socket'].socket()\ns.connect(('127.0.0.1', 22))",
             "network access is not allowed (socket.__new__)",
         ),
-        ("return _os()['sys'].modules['ctypes'].CDLL(None).system", "ctypes is not allowed"),
         ("return _os()['sys'].modules['gc'].get_objects()", "'gc.get_objects'"),
         ("f = lambda: 1\nf.__code__ = (lambda: 2).__code__", "replacing a function's __code__"),
         ("return (lambda: 1).__code__.replace(co_consts=(2,))", "'code.__new__'"),
@@ -606,6 +618,19 @@ def test_fast_graph_diff_matches_compute_diff() -> None:
         assert graph_diff(index, graph) == graphdiff.compute_diff(index.snapshot, graph)
 
 
+@pytest.mark.parametrize("case", sorted(set(EDGE_CASES) - {"same NaN object"}))
+def test_an_unchanged_graph_is_recognised_only_when_the_diff_is_empty(case: str) -> None:
+    """The cheap check behind a value answer's `state`: True only when the diff is empty."""
+    base = build_graph(400)
+    index = BaseIndex(base)
+    for graph in (copy.deepcopy(base), base.copy()):
+        assert fastdiff.is_unchanged(index, graph)
+        answer = EDGE_CASES[case](graph) or graph
+        if fastdiff.is_unchanged(index, answer):
+            assert graphdiff.is_empty(graphdiff.compute_diff(index.snapshot, answer))
+    assert not fastdiff.is_unchanged(BaseIndex(_nan_base()), _nan_base())  # NaN: never
+
+
 class _FakeNumpyScalar:
     def item(self) -> int:
         return 7
@@ -618,5 +643,13 @@ def test_records_encode_and_validate() -> None:
     with pytest.raises(UnsupportedValue, match="non-finite"):
         encode_value(float("inf"), base, 100)
     for bad in ({"type": "scalar", "value": [1]}, {"type": "list", "value": 1}, {"type": "x"}):
+        with pytest.raises(ValueError):
+            validate_record(bad)
+    state = graphdiff.empty_diff()
+    assert validate_record({"type": "scalar", "value": 1, "state": state})["state"] == state
+    for bad in (
+        {"type": "scalar", "value": 1, "state": {}},
+        {"type": "graph", "graph_class": "DiGraph", "diff": state, "state": state},
+    ):
         with pytest.raises(ValueError):
             validate_record(bad)

@@ -24,13 +24,17 @@ def _query_row(i: int) -> dict:
         "app": "malt",
         "level": 1,
         "seed": 0,
+        "app_variant": "base",
         "query_index": i,
+        "query_key": f"{i:016x}",
         "app_version": "1",
         "env_key": "t",
         "operation": "count",
+        "size": "",
         "answer_type": "number",
         "prompt": "p",
         "ground_truth": "{}",
+        "focus": "",
     }
 
 
@@ -99,5 +103,6 @@ def test_a_shard_of_an_older_layout_is_refused_and_counts_as_missing(tmp_path, m
     write_shard("queries", to_table("queries", [_query_row(0)]), path, config_hash="h")
     monkeypatch.undo()
     assert shard_hash(path) is None  # so the stage that writes it runs again
-    with pytest.raises(DataError, match="schema version 0, this code reads version 1 of 'queries'"):
+    reads = SCHEMA_VERSIONS["queries"]
+    with pytest.raises(DataError, match=f"schema version 0, this code reads version {reads} of"):
         read_shard("queries", path)

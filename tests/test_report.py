@@ -1,7 +1,7 @@
 """The report page: built by `snakemake report` over real MALT cells, opened in Chromium.
 
-The smoke grid's cells are played in-process by the real pipeline (oracle and null on
-the real sandbox), then Snakemake runs only plan, summarize and report on them.
+The session's smoke sweep (every app, oracle and null, on the real emulators and sandbox)
+is copied, then Snakemake runs only the report on it.
 Synthetic agents with spread, and a NetLLMBench-style app with a `calls` table, check
 the plots that have no real data yet.
 """
@@ -23,10 +23,8 @@ from analysis.report import build_report
 from analysis.report.data import collect
 from analysis.synthetic import TASKS, write_episodes, write_task_episodes
 from analysis.views import connect
-from pipeline.build import cell_config
 from pipeline.config import ROOT
-from pipeline.plan import load_plan, read_plan
-from pipeline.run import run_cell
+from pipeline.plan import read_plan
 from tests.conftest import require
 
 FIGURES = {
@@ -34,6 +32,7 @@ FIGURES = {
     "query_count",
     "levels",
     "operations",
+    "capability",
     "outcomes",
     "iterations",
     "tokens_per_s",
@@ -53,29 +52,14 @@ CHROMIUM_FLAGS = [
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
 
 
-def snakefile(tmp: Path) -> Path:
-    """The project's Snakefile if it includes the report rule; else a wrapper that adds it
-    (until the include line lands in the Snakefile)."""
-    main = ROOT / "Snakefile"
-    if "pipeline/rules/report.smk" in main.read_text():
-        return main
-    wrapper = tmp / "Snakefile"
-    wrapper.write_text(f'include: "{main}"\ninclude: "{ROOT / "pipeline/rules/report.smk"}"\n')
-    return wrapper
-
-
 @pytest.fixture(scope="module")
-def smoke_report(tmp_path_factory) -> Path:
-    data = tmp_path_factory.mktemp("report")
-    for cell in load_plan("smoke", data).cells:
-        run_cell(cell_config(cell, str(data)))
+def smoke_report(smoke_sweep, tmp_path_factory) -> Path:
+    data = tmp_path_factory.mktemp("report") / "data"
+    shutil.copytree(smoke_sweep[0], data, symlinks=True)
+    shutil.rmtree(data / "report")  # the sweep wrote one: this test's Snakemake writes it again
     done = subprocess.run(
         [
             SNAKEMAKE,
-            "-s",
-            str(snakefile(data)),
-            "--directory",
-            str(ROOT),
             "--cores",
             "2",
             "report",
@@ -83,6 +67,7 @@ def smoke_report(tmp_path_factory) -> Path:
             "grid=smoke",
             f"data_dir={data}",
         ],
+        cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=300,

@@ -7,21 +7,19 @@ with the app registered as the pipeline will register it.
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from generators.routing.app import RoutingApp
 from generators.routing.config import RoutingConfig
-from pipeline import registry
 from pipeline.core import Outcome, Query, StepStatus, canonical_json
-from tests.conftest import require
+from pipeline.querygen import key_slot, seed_slot
+from tests.conftest import integration_fixture, require, require_root
 
 COUNTS = {(1, 0): 3, (2, 0): 2, (3, 0): 2, (1, 1): 1, (2, 1): 1, (3, 1): 1}
 
 
 def _needs_mininet() -> None:
-    require(os.geteuid() == 0, "the routing app needs root (Mininet)")
+    require_root("the routing app needs root (Mininet)")
     try:
         import mininet.net  # noqa: F401
     except ImportError:
@@ -29,6 +27,7 @@ def _needs_mininet() -> None:
 
 
 @pytest.fixture(scope="module")
+@integration_fixture
 def app() -> RoutingApp:
     _needs_mininet()
     return RoutingApp(RoutingConfig())
@@ -98,16 +97,7 @@ def test_oracle_is_correct_and_safe_null_is_not_correct(app, queries):
         assert env.pool is not None and env.pool.resets and max(env.pool.resets) < 2.0
 
 
-@pytest.fixture
-def routing_registered():
-    registry.APPS.register("routing", "generators.routing.app:RoutingApp")
-    registry.APP_SCHEMAS.register("routing", "generators.routing.config:RoutingConfig")
-    yield
-    registry.APPS.unregister("routing")
-    registry.APP_SCHEMAS.unregister("routing")
-
-
-@pytest.mark.usefixtures("routing_registered")
+@pytest.mark.integration
 def test_pipeline_stages_generate_run_score(tmp_path):
     _needs_mininet()
     from pipeline.build import layout
@@ -135,3 +125,13 @@ def test_pipeline_stages_generate_run_score(tmp_path):
         }
         steps = read_shard("steps", layout(cfg).steps(cell)).to_pylist()
         assert all(s["safe"] for s in steps)
+
+
+def test_keys_are_distinct_across_seed_slots(app, queries):
+    more = [q for seed in (2, 3) for q in app.generate(1, seed, 2)]  # seeds 0, 1: `queries`
+    level1 = [q for q in queries if q.level == 1] + more
+    assert len({q.key for q in level1}) == len(level1)
+    assert all(key_slot(q.key) == seed_slot(q.seed) for q in level1)
+    capacity = app.capacity(1)  # a free number (an MTU, a rule preference) is no new query
+    assert capacity.total == 263 and capacity.per_seed == 59  # slot 1 holds the fewest
+    assert "a free number (rule preference, MTU, foreign address) makes no new" in capacity.how

@@ -21,7 +21,7 @@ from generators.routing.faults import Fault
 from generators.routing.prompt import build_prompt
 from generators.routing.topology import RoutingTopology
 from pipeline.core import Query, StepStatus
-from tests.conftest import require
+from tests.conftest import require_root
 
 ALLOWED = [
     ("ip addr", ("/usr/sbin/ip", "addr")),
@@ -52,6 +52,10 @@ ALLOWED = [
     ("ping -c 3 -W 1 10.0.2.2", None),
     ("ping -c2 10.0.2.2", None),
     ("ip route flush cache", None),
+    # `link` is a scope here, not an abbreviation of link-netns (a CI failure once)
+    ("ip route replace 10.0.4.0/24 dev r0-eth4 proto kernel scope link src 10.0.4.1", None),
+    ("ip addr add 10.0.9.1/24 dev r0-eth1 scope link", None),
+    ("ip -f link neigh show", None),
 ]
 
 
@@ -73,24 +77,24 @@ HOSTILE = [
     ("touch /tmp/ngr-hostile-3", "not an allowed tool"),
     ("cp /etc/passwd /tmp/ngr-hostile-4", "not an allowed tool"),
     ("dd if=/dev/zero of=/tmp/ngr-hostile-5 bs=1M count=1", "not an allowed tool"),
-    ("iptables-save -f /tmp/ngr-hostile-6", "option -f is not allowed"),
+    ("iptables-save -f /tmp/ngr-hostile-6", "writing them to a file is not allowed"),
     ("ip addr > /tmp/ngr-hostile-7", "redirection"),
-    ("sysctl -p /etc/sysctl.conf", "option -p is not allowed"),
+    ("sysctl -p /etc/sysctl.conf", "reads settings from a file"),
     ("arp -f /etc/ethers", "reads a file"),
-    ("ip -batch /tmp/ngr-hostile-batch", "option -batch is not allowed"),
+    ("ip -batch /tmp/ngr-hostile-batch", "(-batch) is not allowed"),
     ("kill -9 1", "not an allowed tool"),
     ("pkill -f mininet", "not an allowed tool"),
     ("killall bash", "not an allowed tool"),
     ("reboot", "not an allowed tool"),
     ("shutdown -h now", "not an allowed tool"),
     ("systemctl poweroff", "not an allowed tool"),
-    ("ip netns exec other ip link", "'ip netns' is not allowed"),
+    ("ip netns exec other ip link", "'ip netns' (netns) is not allowed"),
     ("nsenter -t 1 -n ip link", "not an allowed tool"),
-    ("ip -n root link", "option -n is not allowed"),
-    ("ip -all netns exec ip link", "option -all is not allowed"),
-    ("ip link set r0-eth1 netns 1", "'netns' is not allowed"),
+    ("ip -n root link", "-n (-netns) is not allowed"),
+    ("ip -all netns exec ip link", "(-all) is not allowed"),
+    ("ip link set r0-eth1 netns 1", "'ip link set ... netns' is not allowed"),
     ("unshare -n bash", "not an allowed tool"),
-    ("ip link add evil type veth peer name evil2", "'ip link add' is not allowed"),
+    ("ip link add evil type veth peer name evil2", "'ip link add' (add) is not allowed"),
     ("sysctl -w kernel.panic=1", "net.* keys"),
     ("sysctl -w kernel.sysrq=1", "net.* keys"),
     ("sysctl -w net.ipv4.ip_forward=1 vm.drop_caches=3", "net.* keys"),
@@ -104,7 +108,7 @@ HOSTILE = [
     ("ping 10.0.1.2", "needs a count"),
     ("ping -c 5 -i 0.001 10.0.1.2", "between 0.2 and 1"),
     ("ping -f -c 5 10.0.1.2", "not allowed"),
-    ("ip monitor", "'ip monitor' is not allowed"),
+    ("ip monitor", "'ip monitor' (monitor) is not allowed"),
     ("tc monitor", "'tc monitor' is not allowed"),
     ("tc exec bpf import /tmp/x", "'tc exec' is not allowed"),
     ("cat /dev/zero", "only read files under /proc/sys/net/"),
@@ -184,8 +188,9 @@ def _query(topo: RoutingTopology) -> Query:
     )
 
 
+@pytest.mark.integration
 def test_hostile_replies_are_rejected_steps_and_change_nothing():
-    require(os.geteuid() == 0, "the routing sandbox test needs root (Mininet)")
+    require_root("the routing sandbox test needs root (Mininet)")
     topo = RoutingTopology(2, 1)
     host_before = _host_view()
     cfg = RoutingConfig(max_turns=len(HOSTILE) + 2)

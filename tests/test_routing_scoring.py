@@ -9,7 +9,7 @@ import pytest
 
 from emulators.base import Reachability
 from emulators.netcmd.policy import check
-from emulators.netcmd.reply import Command, parse_reply
+from generators.lab.reply import Command, parse_reply
 from generators.routing.config import LevelSize, RoutingConfig, validate_config
 from generators.routing.faults import DRAW, TYPES, Fault
 from generators.routing.generator import PAIRS, draw
@@ -150,3 +150,16 @@ def test_config_checks_name_the_key():
         cfg = RoutingConfig()
         cfg.probe.timeout_ms = 5
         validate_config(cfg)
+
+
+def test_the_prompt_lists_every_tool_the_sandbox_runs():
+    """The prompt names exactly the tools the command policy accepts (sysctl included:
+    it has its own checker, and once fell out of the prompt's list)."""
+    from emulators.netcmd.policy import ALLOWED
+    from emulators.netcmd.tools import RULES, TOOL_NAMES
+
+    assert set(TOOL_NAMES) == {*RULES, "sysctl"}
+    assert ", ".join(TOOL_NAMES) == ALLOWED
+    prompt = build_prompt(RoutingTopology(3, 2), 10)
+    assert f"tools: {ALLOWED} (" in prompt
+    assert check("sysctl -w net.ipv4.ip_forward=1").allowed

@@ -112,6 +112,8 @@ def test_changed_config_discards_stale_checkpoint(tmp_path):
             "agent": "oracle",
             "level": 1,
             "seed": 0,
+            "queries": 6,
+            "variant": "base",
             "turn": 1,
             "status": "ok",
             "error": None,

@@ -13,6 +13,7 @@ from pipeline.core import canonical_json
 from pipeline.errors import DataError
 from pipeline.generate import generate
 from pipeline.records import read_shard, to_table, write_shard
+from pipeline.registry import AppSpec
 from pipeline.scoring import score
 from tests.conftest import echo_config
 from tests.fakes import ChainedEchoApp
@@ -20,11 +21,9 @@ from tests.fakes import ChainedEchoApp
 
 @pytest.fixture
 def chained_app():
-    registry.APPS.register("chained", "tests.fakes:ChainedEchoApp")
-    registry.APP_SCHEMAS.register("chained", "tests.fakes:EchoConfig")
-    yield
-    registry.APPS.unregister("chained")
-    registry.APP_SCHEMAS.unregister("chained")
+    spec = AppSpec("chained", "tests.fakes:ChainedEchoApp", "tests.fakes:EchoConfig", "1")
+    with registry.APPS.override("chained", spec):
+        yield
 
 
 def _call(purpose: str) -> dict[str, Any]:
@@ -51,6 +50,8 @@ def _turn(
         "agent": "oracle",
         "level": 1,
         "seed": 0,
+        "queries": 1,
+        "variant": "base",
         "turn": turn,
         "reply": "",
         "action": "",
@@ -73,7 +74,7 @@ def _score(cfg, turns: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     digest = run_hash(cfg, make_app(cfg))
     table = to_table("transcripts", turns)
     write_shard("transcripts", table, layout(cfg).transcripts(cell), config_hash=digest)
-    paths = dict(zip(("episodes", "steps", "calls"), score(cfg), strict=True))
+    paths = dict(zip(("episodes", "steps", "calls", "cells"), score(cfg), strict=True))
     return {name: read_shard(name, path).to_pylist() for name, path in paths.items()}
 
 
@@ -154,3 +155,26 @@ def test_more_tasks_solved_than_the_query_holds_fails(tmp_path, monkeypatch):
     turns = [_turn(0, 1, _task("a", 1, True)), _turn(0, 2, _task("b", 1, True, answer=0))]
     with pytest.raises(DataError, match=r"with 2 of 1 tasks solved"):
         _score(cfg, turns)
+
+
+@pytest.mark.usefixtures("echo_app")
+def test_a_scorer_that_raises_is_a_score_error_not_a_crashed_stage(tmp_path, monkeypatch):
+    """Whatever an episode left behind, the score stage finishes: a scorer exception is a
+    typed outcome with its reason, and the other episodes are scored as usual."""
+    from tests.fakes import EchoApp
+
+    real = EchoApp.score
+
+    def fragile(self, query, steps):
+        if query.index == 1:
+            raise TypeError("unhashable type: 'list'")
+        return real(self, query, steps)
+
+    monkeypatch.setattr(EchoApp, "score", fragile)
+    cfg = echo_config(tmp_path, queries=2)
+    turns = [_turn(i, 1, {"answer": i * 7}) for i in range(2)]
+    rows = _score(cfg, turns)["episodes"]
+    assert [r["outcome"] for r in rows] == ["correct", "score_error"]
+    failed = rows[1]
+    assert not failed["correct"] and not failed["safe"]
+    assert failed["error"] == "the scorer failed: TypeError: unhashable type: 'list'"

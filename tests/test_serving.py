@@ -269,3 +269,151 @@ def test_engine_env_drops_workflow_thread_counts(monkeypatch):
     env = engine_env()
     assert not set(THREAD_VARS) & set(env)
     assert env["NETGAUGE_MARKER"] == "kept" and env["HF_HUB_OFFLINE"] == "1"
+
+
+# A broken or hostile OpenAI-compatible endpoint: each body is what it streams back.
+HOSTILE_STREAMS = {
+    "not json": (b"data: {nope\n\n", "not a JSON object"),
+    "a list": (b"data: [1, 2]\n\n", "not a JSON object"),
+    "error event": (b'data: {"error": {"message": "engine died"}}\n\n', "engine died"),
+    "no newline ever": (b"data: " + b"x" * (9 << 20), "longer than"),
+    "endless text": (
+        b"".join(
+            b'data: {"choices": [{"delta": {"content": "' + b"y" * 65536 + b'"}}]}\n\n'
+            for _ in range(70)
+        ),
+        "more than 4194304 characters",
+    ),
+}
+
+
+class _Hostile(BaseHTTPRequestHandler):
+    body = b""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        self.wfile.write(self.body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def _ask(handler: type[BaseHTTPRequestHandler]):
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+
+        async def ask():
+            url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+            async with ChatClient(url, "m") as client:
+                return await client.chat(QUESTION)
+
+        return asyncio.run(ask())
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE_STREAMS))
+def test_hostile_endpoint_is_an_environment_failure(case: str) -> None:
+    body, needle = HOSTILE_STREAMS[case]
+    handler = type("H", (_Hostile,), {"body": body})
+    with pytest.raises(EnvironmentFailure, match=needle):
+        _ask(handler)
+
+
+def test_odd_shapes_in_a_stream_are_ignored_not_crashes() -> None:
+    events = [
+        {"choices": "not a list"},
+        {"choices": [None, 3, {"delta": "x"}, {"delta": {"content": 42}}]},
+        {"choices": [{"delta": {"content": "ok \ud800"}, "finish_reason": 7}]},
+        {"usage": {"prompt_tokens": "9", "completion_tokens": 2}},
+    ]
+    body = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
+    result = _ask(type("H", (_Hostile,), {"body": body + b"data: [DONE]\n\n"}))
+    assert result.text == "ok \ud800"
+    assert (result.prompt_tokens, result.completion_tokens) == (0, 2)
+    assert result.finish_reason is None
+
+
+def test_a_lone_surrogate_in_the_history_is_sent_escaped() -> None:
+    """A model's earlier reply may hold a lone surrogate; sending it back must not fail."""
+    seen: list[bytes] = []
+
+    class Echo(_Hostile):
+        body = (
+            b'data: {"choices": [{"delta": {"content": "ok"}}]}\n\n'
+            b'data: {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 1}}\n\n'
+            b"data: [DONE]\n\n"
+        )
+
+        def do_POST(self) -> None:
+            seen.append(self.rfile.read(int(self.headers["Content-Length"])))
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+            self.wfile.write(self.body)
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Echo)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+
+        async def ask():
+            url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+            async with ChatClient(url, "m") as client:
+                history = [{"role": "assistant", "content": "bad \ud800 reply"}, *QUESTION]
+                return await client.chat(history)
+
+        assert asyncio.run(ask()).text == "ok"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert json.loads(seen[0])["messages"][0]["content"] == "bad \\ud800 reply"
+
+
+def test_extra_headers_are_sent_and_secret_ones_come_from_the_environment(monkeypatch) -> None:
+    from pipeline.llm.models import ModelPool
+
+    seen_headers: list[dict[str, str]] = []
+
+    class Recording(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            seen_headers.append(dict(self.headers))
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+            self.wfile.write(
+                b'data: {"choices": [{"delta": {"content": "ok"}}]}\n\n'
+                b'data: {"choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": 1}}'
+                b"\n\ndata: [DONE]\n\n"
+            )
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Recording)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    cfg = model_config(
+        {
+            "endpoint": "external",
+            "base_url": base,
+            "headers": {"X-Team": "netops"},
+            "headers_env": {"X-Api-Key": "NETGAUGE_TEST_HEADER"},
+        }
+    )
+    try:
+        missing = pytest.raises(ConfigError, match=r"NETGAUGE_TEST_HEADER .* is not set")
+        with ModelPool("data") as pool, missing:
+            pool.backend(cfg)
+        monkeypatch.setenv("NETGAUGE_TEST_HEADER", "s3cret")
+        with ModelPool("data") as pool:
+            assert pool.backend(cfg).chat([{"role": "user", "content": "hi"}]).text == "ok"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert seen_headers[0]["X-Team"] == "netops" and seen_headers[0]["X-Api-Key"] == "s3cret"

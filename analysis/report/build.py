@@ -35,6 +35,7 @@ def _plots(data: ReportData) -> dict[str, Callable[[Path], Path]]:
         "query_count": lambda p: figures.query_count(data.studies, p),
         "levels": lambda p: figures.levels(data.cells, p),
         "operations": lambda p: figures.operations(data.operations, p),
+        "capability": lambda p: figures.capability(data.capability, data.capability_missing, p),
         "outcomes": lambda p: figures.outcomes(data.outcomes, p),
         "iterations": lambda p: figures.iterations_per_task(
             data.iterations, data.iterations_missing, p
@@ -50,6 +51,7 @@ def _tables(data: ReportData) -> dict[str, object]:
         "overlap": data.overlap,
         "paired": data.paired,
         "operations": data.operations,
+        "capability": data.capability,
         "outcomes": data.outcomes,
         "iterations_per_task": data.iterations,
         "call_throughput": data.throughput,

@@ -41,6 +41,8 @@ class ReportData:
     iterations_missing: str | None = None
     throughput: pd.DataFrame | None = None  # per model call, with its task attempt's outcome
     throughput_missing: str | None = None
+    capability: pd.DataFrame | None = None  # per app, agent, operation and size class
+    capability_missing: str | None = None
 
     @property
     def empty(self) -> bool:
@@ -59,12 +61,15 @@ def collect(
     """The report's tables over `cells` (every episode when None)."""
     cells = list(cells) if cells is not None else None
     data = ReportData(
-        cells=stats.cell_metrics(con, cells),
+        cells=_variant_agents(stats.cell_metrics(con, cells)),
         agents=stats.agent_rates(con, cells),
         overlap=stats.agent_overlap(con, cells),
         paired=stats.all_pairs(con, cells),
         operations=stats.by_operation(con, cells),
         outcomes=_outcomes(con, cells),
+    )
+    data.capability, data.capability_missing = ask_or_none(
+        con, "capability", where=cell_filter(cells)
     )
     apps = sorted(data.agents["app"].unique()) if not data.agents.empty else []
     for app in apps:
@@ -92,6 +97,15 @@ def collect(
         *ask_or_none(con, "call_throughput", params, where=where), "no model calls recorded"
     )
     return data
+
+
+def _variant_agents(frame: pd.DataFrame) -> pd.DataFrame:
+    """Name an agent of a variant other than base "agent@variant", as the other questions do
+    (analysis/sql/*.sql), so figures and tables keep the variants apart."""
+    if frame.empty:
+        return frame
+    other = frame["variant"] != "base"
+    return frame.assign(agent=frame["agent"].where(~other, frame["agent"] + "@" + frame["variant"]))
 
 
 def _outcomes(con: duckdb.DuckDBPyConnection, cells: list[Cell] | None) -> pd.DataFrame:

@@ -29,6 +29,7 @@ OUTCOME_COLOURS = {
     "exec_error": "#ff7f0e",
     "timeout": "#8c564b",
     "resource_limit": "#e377c2",
+    "score_error": "#bcbd22",
     "blocked": "#7f7f7f",
     "env_error": "#17becf",
 }
@@ -217,6 +218,8 @@ def levels(cells: pd.DataFrame, path: Path) -> Path:
     for ax, app in zip(axes[0], apps, strict=True):
         part = cells[cells["app"] == app].copy()
         part["who"] = labels(part)
+        # One bar per agent and level: the cell with the most queries (the narrowest interval).
+        part = part.sort_values("queries").drop_duplicates(["who", "level"], keep="last")
         whos = sorted(part["who"].unique())
         lvls = sorted(part["level"].unique())
         width = 0.8 / len(whos)
@@ -262,6 +265,30 @@ def operations(ops: pd.DataFrame, path: Path) -> Path:
             if not np.isnan(value):
                 ax.text(j, i, f"{100 * value:.0f}%", ha="center", va="center", fontsize=7)
         ax.set_title(f"{app}: correct rate by operation")
+        fig.colorbar(image, ax=ax, fraction=0.03)
+    return _save(fig, path)
+
+
+def capability(table: pd.DataFrame | None, reason: str | None, path: Path) -> Path:
+    """Per app: the capability boundary, correctness by operation (rows) and agent x size
+    class (columns); cells with no query are blank."""
+    if table is None or table.empty:
+        return no_data(path, "Capability boundary", reason or "no episodes in these cells")
+    apps = sorted(table["app"].unique())
+    rows = [table.loc[table["app"] == a, "operation"].nunique() for a in apps]
+    fig, axes = plt.subplots(
+        len(apps), 1, figsize=(10, sum(1.6 + 0.3 * r for r in rows)), squeeze=False
+    )
+    for ax, app in zip(axes[:, 0], apps, strict=True):
+        part = table[table["app"] == app].assign(who=lambda f: labels(f) + " · " + f["size"])
+        grid = part.pivot_table(index="operation", columns="who", values="correct_rate")
+        image = ax.imshow(grid.to_numpy(), aspect="auto", vmin=0, vmax=1, cmap="RdYlGn")
+        ax.set_xticks(np.arange(grid.shape[1]), grid.columns, rotation=25, ha="right")
+        ax.set_yticks(np.arange(grid.shape[0]), grid.index, fontsize=8)
+        for (i, j), value in np.ndenumerate(grid.to_numpy()):
+            if not np.isnan(value):
+                ax.text(j, i, f"{100 * value:.0f}%", ha="center", va="center", fontsize=7)
+        ax.set_title(f"{app}: capability boundary (correct by operation x size)")
         fig.colorbar(image, ax=ax, fraction=0.03)
     return _save(fig, path)
 

@@ -74,7 +74,9 @@ def cells_table(cells: pd.DataFrame) -> pd.DataFrame:
             "app": cells["app"],
             "agent": [label(m, a) for m, a in zip(cells["model"], cells["agent"], strict=True)],
             "level": cells["level"],
+            "queries": cells["queries"],
             "n": cells["n"],
+            "distinct": cells["n_distinct"],
             "correct %": cells["correct_rate"].map(_pct),
             "normal 95 %": _interval(cells, "correct", "normal"),
             "Wilson 95 %": _interval(cells, "correct", "wilson"),
@@ -214,6 +216,13 @@ def render(data: ReportData, files: Mapping[str, Path], meta: Mapping[str, str])
         _figure("levels", "Correctness by complexity level", files),
         "<h2>Breakdown by operation</h2>",
         _figure("operations", "Correctness by operation label", files),
+        "<h2>Capability boundary</h2>",
+        "<p>Each agent's correctness by operation (the template or fault type) and size "
+        "class (<i>any</i>: drawn without one), over distinct queries: where it stops "
+        "coping. Aim generation at a boundary with the app's knobs (<code>app.faults</code>, "
+        "<code>app.operations</code>, <code>app.size</code>) or with failure-driven "
+        "sampling (<code>focus.results</code>).</p>",
+        _figure("capability", "Capability boundary", files, data.capability_missing),
         "<h2>Outcomes</h2>",
         _figure("outcomes", "How episodes ended", files),
         "<h2>NetLLMBench configuration tasks</h2>",

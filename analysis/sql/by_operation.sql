@@ -1,15 +1,30 @@
--- question: Per app, agent and operation label (the task or fault type): correct and safe counts and mean turns.
--- requires: episodes(app, model, agent, level, seed, operation, correct, safe, iterations)
+-- question: Per app, agent and operation label (the task or fault type): episodes, distinct queries, correct and safe counts over distinct queries, and mean turns.
+-- requires: episodes(app, app_variant, model, agent, level, seed, queries, variant, query_id, query_key, operation, correct, safe, iterations)
+WITH per_query AS (
+    SELECT
+        app,
+        model,
+        agent || CASE WHEN variant = 'base' THEN '' ELSE '@' || variant END                   AS agent,
+        operation,
+        coalesce(query_key, app_variant || '/' || level || '/' || seed || '/' || query_id)                   AS qkey,
+        count(*)                AS plays,
+        avg(correct::INTEGER)   AS correct,
+        avg(safe::INTEGER)      AS safe,
+        avg(iterations)         AS turns
+    FROM episodes
+    WHERE {where}
+    GROUP BY ALL
+)
 SELECT
     app,
     model,
     agent,
     operation,
-    count(*)                AS n,
-    sum(correct::INTEGER)   AS n_correct,
-    sum(safe::INTEGER)      AS n_safe,
-    avg(iterations)         AS mean_turns
-FROM episodes
-WHERE {where}
+    sum(plays)::BIGINT      AS n,
+    count(*)                AS n_distinct,
+    sum(correct)            AS n_correct,
+    sum(safe)               AS n_safe,
+    avg(turns)              AS mean_turns
+FROM per_query
 GROUP BY app, model, agent, operation
 ORDER BY app, operation, model, agent

@@ -1,6 +1,6 @@
 -- question: Tokens per second of every model call of the given apps, with its task, attempt and the attempt's outcome (NetLLMBench's tokens/s per task attempt).
--- requires: calls(query_id, app, model, agent, level, seed, turn, task, attempt, call_index, purpose, tokens_per_s)
--- requires: steps(query_id, app, model, agent, level, seed, turn, status, task_solved)
+-- requires: calls(query_id, app, model, agent, level, seed, queries, variant, turn, task, attempt, call_index, purpose, tokens_per_s)
+-- requires: steps(query_id, app, model, agent, level, seed, queries, variant, turn, status, task_solved)
 -- params: apps
 -- An attempt is one turn; its outcome is `solved` when the turn left its task complete,
 -- the step's failure status (parse_error, exec_error, …) when its action failed, and
@@ -11,7 +11,7 @@ SELECT
     c.task,
     c.attempt,
     c.model,
-    c.agent,
+    c.agent || CASE WHEN c.variant = 'base' THEN '' ELSE '@' || c.variant END AS agent,
     c.query_id,
     c.turn,
     c.call_index,
@@ -23,6 +23,6 @@ SELECT
         ELSE s.status
     END AS outcome
 FROM calls c
-JOIN steps s USING (app, model, agent, level, seed, query_id, turn)
+JOIN steps s USING (app, model, agent, level, seed, queries, variant, query_id, turn)
 WHERE list_contains($apps, c.app) AND {where}
 ORDER BY c.app, c.task, c.model, c.agent, c.query_id, c.turn, c.call_index

@@ -2,7 +2,8 @@
 
 Modules: policy (pure NetworkPolicy semantics, the oracle's evaluator), selectors (label
 selectors), patch (JSON, merge and strategic merge patches), schema (defaulting, strict
-decoding and validation with the API server's wording), store (objects, versions),
+decoding and validation with the API server's wording), writes (what a write stores: a
+patch applied, server-owned metadata set), store (objects, versions),
 tables (server-side printing), discovery (discovery and OpenAPI documents), apiserver
 (the HTTP API server), netns (namespaces, links), enforce (policies compiled to
 iptables), dataplane (listeners, DNS stand-in, probes), kubectl (the sandboxed client),

@@ -5,14 +5,23 @@
         cluster.kubectl(Command([...]))        # a checked command through real kubectl
         cluster.probe()                        # pair key -> (connected, reason)
 
-Every instance is independent (its own port, namespaces, temp folder) and is meant to be
-used from one thread; several can run at once. Leaving the block deletes everything it
-created, also after errors; namespaces of killed runs are deleted on the next start.
+`kubectl` returns once the API server has served every request the command sent, also
+when the command was stopped or failed, and `probe` measures the data plane as it is
+(never a remembered result) while no write is half done: what a step reports is the
+cluster after all of that step's writes.
+
+Every instance is independent (its own API namespace, token, pod namespaces, temp folder)
+and is meant to be used from one thread; several can run at once, and no cluster's kubectl
+can reach another's API server. Leaving the block deletes everything it created, also
+after errors; namespaces, folders and cgroups of killed runs go on the next start.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
+import secrets
 import shutil
 import sys
 import tempfile
@@ -22,17 +31,21 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from emulators.k8s import netns
+from emulators.k8s import enforce, netns, tables
 from emulators.k8s.apiserver import ApiServer
 from emulators.k8s.dataplane import DataPlane
 from emulators.k8s.kubectl import Command, Kubectl, Result
-from emulators.k8s.policy import Pair, View, probe_pairs, view_from_objects
-from emulators.k8s.resources import ApiError, Resource
+from emulators.k8s.policy import Pair, View, view_from_objects
+from emulators.k8s.probes import probe_set
+from emulators.k8s.resources import RESOURCES, ApiError, Resource
 from emulators.k8s.store import Store
 from pipeline.errors import EnvironmentFailure
 
 ENFORCED_KINDS = {"NetworkPolicy", "Pod", "Namespace", "Service"}
 TMP_PREFIX = "netgauge-k8s-"  # + "<pid>-<random>": kubeconfig, cache, scratch files
+# How long the requests of a command that ended may still run. Every request's work is
+# bounded (patch and object limits), so this is far above what one takes.
+DRAIN_TIMEOUT_S = 120.0
 
 
 def _remove_stale_folders() -> None:
@@ -41,6 +54,31 @@ def _remove_stale_folders() -> None:
         pid = folder.name[len(TMP_PREFIX) :].split("-", 1)[0]
         if pid.isdigit() and not netns.alive(int(pid)):
             shutil.rmtree(folder, ignore_errors=True)
+
+
+def _enforceable(objects: list[dict[str, Any]]) -> None:
+    """Store validator: refuse (422) a write the data plane could not compile into rules,
+    or only into more rules than it takes (`enforce.MAX_RULES`).
+
+    Validation already keeps malformed objects out; this is the line that guarantees the
+    enforcement step never meets an object it cannot handle, so no write can leave the
+    cluster unable to take the next one. The exceptions are those our compiler raises on
+    input it does not understand."""
+    try:
+        view = view_from_objects(objects)
+        needed = enforce.rule_bound(view)
+        if needed <= enforce.MAX_RULES:
+            enforce.compile_all(view)
+    except (TypeError, ValueError, KeyError, AttributeError, IndexError) as err:
+        why = f"the data plane cannot enforce this change: {type(err).__name__}: {err}"
+        raise ApiError(422, "Invalid", why) from None
+    if needed > enforce.MAX_RULES:
+        raise ApiError(
+            422,
+            "Invalid",
+            f"the data plane cannot enforce this change: the policies would need up to "
+            f"{needed} packet-filter rules across the pods, and it takes {enforce.MAX_RULES}",
+        )
 
 
 def kubectl_binary() -> str:
@@ -71,11 +109,11 @@ class EmulatedCluster:
         self.failure: str | None = None
         self.pairs: list[Pair] = []
         self._server: ApiServer | None = None
+        self._api_ns: netns.ApiNamespace | None = None
         self._plane: DataPlane | None = None
         self._tmp: Path | None = None
         self._client: Kubectl | None = None
         self._lock = threading.Lock()
-        self._probed: tuple[int, dict[str, tuple[bool, str]]] | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
     def __enter__(self) -> EmulatedCluster:
@@ -85,16 +123,23 @@ class EmulatedCluster:
             self.store.load(self.base)
             self.store.load(self.policies, last_applied=True)
             view = self.view()
-            self.pairs = probe_pairs(view)
+            self.pairs = probe_set(view)
             self._plane = DataPlane(view)
-            self._plane.start(view)
+            self._plane.start(view, self.pairs)
+            self.store.validators.append(_enforceable)
             self.store.hooks.append(self._enforce)
             self._tmp = Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{os.getpid()}-"))
-            self._server = ApiServer(self.store).__enter__()
+            self._tmp.chmod(0o755)  # the jail's uid reads the kubeconfig and sent files
+            token = secrets.token_urlsafe(32)
+            self._api_ns = netns.ApiNamespace()
+            listener = self._api_ns.listener()
+            self._server = ApiServer(self.store, token, sock=listener).__enter__()
             self._client = Kubectl(
                 kubectl_binary(),
                 self._server.url,
                 self._tmp,
+                token=token,
+                netns=self._api_ns.path,
                 timeout_s=self.timeout_s,
                 output_bytes=self.output_bytes,
             )
@@ -107,9 +152,15 @@ class EmulatedCluster:
         self.close()
 
     def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
         if self._server is not None:
             self._server.close()
             self._server = None
+        if self._api_ns is not None:
+            self._api_ns.close()
+            self._api_ns = None
         if self._plane is not None:
             self._plane.close()
             self._plane = None
@@ -129,6 +180,25 @@ class EmulatedCluster:
             raise EnvironmentFailure("the cluster is not running (use it in a `with` block)")
         return self._client.kubeconfig
 
+    @property
+    def client(self) -> Kubectl:
+        """The jailed kubectl of this cluster."""
+        if self._client is None:
+            raise EnvironmentFailure("the cluster is not running (use it in a `with` block)")
+        return self._client
+
+    @property
+    def token(self) -> str:
+        if self._server is None:
+            raise EnvironmentFailure("the cluster is not running (use it in a `with` block)")
+        return self._server.token
+
+    @property
+    def api_netns(self) -> Path:
+        if self._api_ns is None:
+            raise EnvironmentFailure("the cluster is not running (use it in a `with` block)")
+        return self._api_ns.path
+
     # -- state -------------------------------------------------------------------------------
     def view(self) -> View:
         return view_from_objects(self.store.all_objects())
@@ -140,8 +210,10 @@ class EmulatedCluster:
         try:
             self._plane.apply(self.view())
         except EnvironmentFailure as err:
+            # Stands unless the store, undoing the write, enforces the objects before it.
             self.failure = str(err)
             raise ApiError(500, "InternalError", f"enforcement failed: {err}") from err
+        self.failure = None
 
     def reset(self, policies: Sequence[dict[str, Any]] | None = None) -> float:
         """Restore the base objects and `policies` (default: the intended ones); return the
@@ -160,23 +232,50 @@ class EmulatedCluster:
         self._raise_failure()
 
     def probe(self) -> dict[str, tuple[bool, str]]:
-        """Every pair probed with real packets; reused while no object changed since."""
+        """Every probe of `pairs`, sent now with real packets, while the store's lock keeps
+        writes (and the enforcement they trigger) out: pair key -> (connected, reason)."""
         if self._plane is None:
             raise EnvironmentFailure("the cluster is not running (use it in a `with` block)")
-        with self._lock:
-            revision = self.store.revision
-            if self._probed is not None and self._probed[0] == revision:
-                return dict(self._probed[1])
-            results = self._plane.probe(self.pairs)
-            self._probed = (revision, results)
-            return dict(results)
+        with self._lock, self.store.lock:
+            return self._plane.probe(self.pairs)
 
     def kubectl(self, cmd: Command) -> Result:
         if self._client is None:
             raise EnvironmentFailure("the cluster is not running (use it in a `with` block)")
+        seen = len(self._server.internal_errors) if self._server is not None else 0
         result = self._client.run(cmd)
+        # A command stopped at its time limit (or failing) may have left requests the
+        # server is still serving: their writes belong to this command.
+        if self._server is not None and not self._server.wait_idle(DRAIN_TIMEOUT_S):
+            raise EnvironmentFailure(
+                f"the emulated API server was still serving requests of `{cmd.text[:200]}` "
+                f"{DRAIN_TIMEOUT_S:g} s after it ended"
+            )
         self._raise_failure()
+        bugs = self._server.internal_errors[seen:] if self._server is not None else []
+        if bugs:
+            # A bug of ours that this command's requests met. If the server still serves
+            # every kind, the bug is on the path the agent's request took: the step fails
+            # as kubectl reported it (the agent cannot fail the cell by finding one), with
+            # the bug in its evidence. If it does not, the environment is broken.
+            broken = self._serves_reads()
+            if broken is not None:
+                raise EnvironmentFailure(
+                    f"the emulated API server failed: {bugs[-1]}; since then it cannot "
+                    f"serve reads: {broken}"
+                )
+            result = dataclasses.replace(result, server_errors=tuple(bugs))
         return result
+
+    def _serves_reads(self) -> str | None:
+        """None when every kind can be listed and printed as `kubectl get` asks, else why not."""
+        try:
+            for res in RESOURCES:
+                objects = self.store.list(res, None)
+                json.dumps(tables.table(res, objects, "Object", "0"))
+        except Exception as err:  # any failure here means the server is broken: the caller raises
+            return f"{type(err).__name__}: {err}"
+        return None
 
     def _raise_failure(self) -> None:
         if self.failure is not None:

@@ -3,6 +3,11 @@ kubectl needs: `apply`, `create` and `replace` look up each kind's PATCH operati
 whether the server validates fields itself (`fieldValidation`), and refuse to run
 without the index. Kinds carry no schema, so kubectl falls back to its built-in types for
 strategic merge patches (as it does against old servers).
+
+`/openapi/v2` is a protobuf OpenAPI v2 document without definitions: kubectl reads it to
+validate a `kind: List` on the client (the v3 documents have no List), finds no schema
+for the items and leaves them to the server, which checks each one strictly as it
+arrives, as for any other manifest.
 """
 
 from __future__ import annotations
@@ -26,6 +31,22 @@ VERSION_INFO = {
     "compiler": "gc",
     "platform": "linux/amd64",
 }
+
+
+# The media type kube-apiserver answers with (the `@` form clients ask for does not parse).
+OPENAPI_V2_TYPE = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+
+
+def _proto_string(field: int, text: str) -> bytes:
+    data = text.encode()
+    return bytes([field << 3 | 2, len(data)]) + data
+
+
+def openapi_v2() -> bytes:
+    """gnostic's openapi_v2.Document with `swagger` (field 1) and `info` (field 2: title,
+    version) only."""
+    info = _proto_string(1, "Kubernetes") + _proto_string(2, VERSION_INFO["gitVersion"])
+    return _proto_string(1, "2.0") + bytes([2 << 3 | 2, len(info)]) + info
 
 
 def api_versions(address: str) -> dict[str, Any]:

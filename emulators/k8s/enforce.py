@@ -7,10 +7,17 @@ filter chains then see the real destination, as policies require); established a
 related packets pass; `NGK-INGRESS` / `NGK-EGRESS` accept everything for a direction no
 policy isolates, else hold one ACCEPT per peer x port x protocol and end in REJECT. An
 ipBlock with `except` gets its own chain whose first rules RETURN the excepted ranges.
+
+The data plane is IPv4 (pods have IPv4 addresses): an IPv6 ipBlock, which the API accepts,
+can match no peer and compiles to no rule, as on an IPv4-only cluster. Only canonical
+text reaches a script (`str(IPv4Network)`, `str(IPv4Address)`, port numbers, our own
+chain names), and every line is checked against the characters rules are made of.
 """
 
 from __future__ import annotations
 
+import ipaddress
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,6 +25,7 @@ from emulators.k8s.policy import (
     PodInfo,
     View,
     ip_in_block,
+    parse_cidr,
     peer_matches,
     policy_types,
     resolve_target,
@@ -25,6 +33,13 @@ from emulators.k8s.policy import (
 )
 
 PROTOCOLS = {"TCP": "tcp", "UDP": "udp", "SCTP": "sctp"}
+# Every line of a script: what the rules above are made of, and no newline, quote, '#' or
+# other character iptables-restore's line grammar gives a meaning.
+_LINE = re.compile(r"[A-Za-z0-9 *:\[\]/.,_-]+")
+# Filter rules the data plane takes across all pods. Peers x ports x selected pods lets a
+# policy of a few kB ask for millions, which would hold the runner's memory and the
+# kernel's; the intended policies of the boutique need about a hundred.
+MAX_RULES = 50_000
 
 
 def _ports(
@@ -45,10 +60,64 @@ def _ports(
             for pod in dests or []:
                 number = pod.named_port(value, proto)
                 if number is not None:
-                    out.append((PROTOCOLS[proto], str(number), pod.ip))
+                    out.append((PROTOCOLS[proto], _port(number), pod.ip))
         else:
-            out.append((PROTOCOLS[proto], f"{value}:{end}" if end else str(value), None))
+            dport = f"{_port(value)}:{_port(end)}" if end else _port(value)
+            out.append((PROTOCOLS[proto], dport, None))
     return out
+
+
+def rule_bound(view: View) -> int:
+    """An upper bound of the lines policies add to `compile_all`'s scripts, counted without
+    writing them: per selected pod, per rule, peers (an ipBlock's chain, jump and excepts;
+    the pods a selector matches) times port entries (a named port may resolve on any pod)."""
+    pods = list(view.pods.values())
+    total = 0
+    for policy in view.policies:
+        selected = sum(1 for pod in pods if selects(policy, pod))
+        if not selected:
+            continue
+        ns = (policy.get("metadata") or {}).get("namespace", "default")
+        per_pod = 0
+        for direction, peers_key in (("ingress", "from"), ("egress", "to")):
+            for rule in (policy.get("spec") or {}).get(direction) or []:
+                entries = rule.get("ports") or []
+                width = max(
+                    1, sum(len(pods) if isinstance(e.get("port"), str) else 1 for e in entries)
+                )
+                peers = rule.get(peers_key) or []
+                if not peers:
+                    per_pod += width
+                for peer in peers:
+                    block = peer.get("ipBlock")
+                    if block is not None:
+                        per_pod += 2 + len(block.get("except") or []) + width  # chain, jump
+                    else:
+                        matched = sum(1 for other in pods if peer_matches(peer, ns, other, view))
+                        per_pod += matched * width
+        total += selected * per_pod
+    return total
+
+
+def _v4_cidr(text: Any) -> str | None:
+    """The canonical text of an IPv4 CIDR, None for an IPv6 one (pods have IPv4 addresses
+    only, so an IPv6 block matches no peer and compiles to no rule). Nothing but this text
+    of an ipBlock reaches a script; anything policy.parse_cidr refuses is a ValueError."""
+    net = parse_cidr(text)
+    if net is None:
+        raise ValueError(f"not a CIDR: {str(text)[:60]!r}")
+    return str(net) if isinstance(net, ipaddress.IPv4Network) else None
+
+
+def _host(ip: Any) -> str:
+    """A pod's or Service's address as a /32 match (canonical, or ValueError)."""
+    return f"{ipaddress.IPv4Address(ip)}/32"
+
+
+def _port(value: Any) -> str:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 65535:
+        raise ValueError(f"not a port number: {str(value)[:60]!r}")
+    return str(value)
 
 
 def _match(proto: str, dport: str | None) -> str:
@@ -76,27 +145,29 @@ def _direction(view: View, pod: PodInfo, direction: str, chain: str, extra: list
                 dests = others
             if not peers:
                 for proto, dport, dest in _ports(rule.get("ports"), dests):
-                    where = f" -d {dest}/32" if dest and direction == "egress" else ""
+                    where = f" -d {_host(dest)}" if dest and direction == "egress" else ""
                     rules.append(f"-A {chain}{where}{_match(proto, dport)} -j ACCEPT")
                 continue
             for peer in peers:
                 block = peer.get("ipBlock")
                 if block is not None:
+                    cidr = _v4_cidr(block.get("cidr"))
+                    excepts = [_v4_cidr(e) for e in block.get("except") or []]
+                    if cidr is None:
+                        continue  # an IPv6 block: no pod is in it
                     sub = f"{chain}-{len(extra)}"
                     extra.append(sub)
                     rules.append(f"-A {chain} -j {sub}")
-                    for excepted in block.get("except") or []:
+                    for excepted in excepts:
                         rules.append(f"-A {sub} {flag} {excepted} -j RETURN")
                     for proto, dport, dest in _ports(rule.get("ports"), dests):
                         if dest and direction == "egress":
                             if ip_in_block(dest, block):
                                 rules.append(
-                                    f"-A {sub} -d {dest}/32{_match(proto, dport)} -j ACCEPT"
+                                    f"-A {sub} -d {_host(dest)}{_match(proto, dport)} -j ACCEPT"
                                 )
                         else:
-                            rules.append(
-                                f"-A {sub} {flag} {block['cidr']}{_match(proto, dport)} -j ACCEPT"
-                            )
+                            rules.append(f"-A {sub} {flag} {cidr}{_match(proto, dport)} -j ACCEPT")
                     continue
                 for other in others:
                     if not peer_matches(peer, ns, other, view):
@@ -106,7 +177,7 @@ def _direction(view: View, pod: PodInfo, direction: str, chain: str, extra: list
                         if dest and dest != (other.ip if direction == "egress" else pod.ip):
                             continue
                         rules.append(
-                            f"-A {chain} {flag} {other.ip}/32{_match(proto, dport)} -j ACCEPT"
+                            f"-A {chain} {flag} {_host(other.ip)}{_match(proto, dport)} -j ACCEPT"
                         )
     # REJECT, not DROP: a blocked connect fails at once instead of timing out, so the probe
     # tells "blocked" from "slow" on a loaded machine (connectivity is the same either way).
@@ -127,13 +198,14 @@ def _nat(view: View) -> tuple[list[str], list[str]]:
             target = resolve_target(svc, port, backend) if backend else None
             if backend is None or target is None:
                 reject.append(
-                    f"-A OUTPUT -d {svc.cluster_ip}/32 -p {p} -m {p} --dport {port} "
+                    f"-A OUTPUT -d {_host(svc.cluster_ip)} -p {p} -m {p} --dport {_port(port)} "
                     "-j REJECT --reject-with icmp-port-unreachable"
                 )
             else:
+                to = f"{ipaddress.IPv4Address(backend.ip)}:{_port(target)}"
                 dnat.append(
-                    f"-A OUTPUT -d {svc.cluster_ip}/32 -p {p} -m {p} --dport {port} "
-                    f"-j DNAT --to-destination {backend.ip}:{target}"
+                    f"-A OUTPUT -d {_host(svc.cluster_ip)} -p {p} -m {p} --dport {_port(port)} "
+                    f"-j DNAT --to-destination {to}"
                 )
     return dnat, reject
 
@@ -173,6 +245,11 @@ def compile_pod(view: View, pod: PodInfo, nat: tuple[list[str], list[str]] | Non
         *egress,
         "COMMIT",
     ]
+    for line in lines:
+        if not _LINE.fullmatch(line):
+            raise ValueError(
+                f"a rule holds characters iptables-restore must not see: {line!r:.120}"
+            )
     return "\n".join(lines) + "\n"
 
 

@@ -3,13 +3,18 @@ namespace per pod wired to it by a veth pair, and nothing in the root namespace.
 
 Names: `ngkk<pid:x>x<instance>-node` and `ngkk<pid:x>x<instance>-<pod index>`; inside the
 node namespace the bridge is `br0` and pod i's end of its pair is `v<i>`; inside a pod the
-other end is `eth0`. `cleanup_stale()` deletes `ngkk*` namespaces whose owning pid is gone.
-Sockets are opened inside a pod's namespace with setns(2) on the calling thread only.
+other end is `eth0`. The API server listens in `ngkk<pid:x>x<instance>-api`, a namespace
+holding only a loopback, which is where the agent's kubectl runs: it reaches its own
+cluster's API server and nothing else. `cleanup_stale()` deletes `ngkk*` namespaces whose
+owning pid is gone. Sockets are opened inside a namespace with setns(2) on the calling
+thread only.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import fcntl
 import itertools
 import os
 import re
@@ -20,10 +25,12 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from emulators.cgroup import alive
 from pipeline.errors import EnvironmentFailure
 
 PREFIX = "ngkk"  # k8s app; other features use other prefixes
 NETNS_DIR = Path("/run/netns")
+CLEANUP_LOCK = Path("/run/netgauge/k8s/cleanup.lock")  # serialises cleanup_stale across jobs
 GATEWAY = "10.244.0.1"
 PREFIX_LEN = 24
 CLONE_NEWNET = 0x40000000
@@ -75,28 +82,29 @@ def run_parallel(jobs: Sequence[tuple[Sequence[str], str]], timeout: float = 20.
         raise EnvironmentFailure(failures[0])
 
 
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def cleanup_stale() -> list[str]:
-    """Delete `ngkk*` namespaces left by processes that no longer exist; return their names."""
+    """Delete `ngkk*` namespaces left by processes that no longer exist; return their names.
+
+    Clusters of several jobs start at once after a killed run and each finds the same dead
+    namespaces; the scan and the deletion happen under one lock file so that exactly one of
+    them deletes each namespace (`ip -batch` fails on a name another job removed meanwhile).
+    """
     if not NETNS_DIR.is_dir():
         return []
-    stale = []
-    for entry in sorted(os.listdir(NETNS_DIR)):
-        m = _NAME.match(entry)
-        if m and not alive(int(m.group(1), 16)):
-            stale.append(entry)
-    if stale:
-        _run(["ip", "-force", "-batch", "-"], "".join(f"netns del {n}\n" for n in stale))
-    return stale
+    CLEANUP_LOCK.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(CLEANUP_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        stale = []
+        for entry in sorted(os.listdir(NETNS_DIR)):
+            m = _NAME.match(entry)
+            if m and not alive(int(m.group(1), 16)):
+                stale.append(entry)
+        if stale:
+            _run(["ip", "-force", "-batch", "-"], "".join(f"netns del {n}\n" for n in stale))
+        return stale
+    finally:
+        os.close(fd)  # drops the lock
 
 
 def owned(pid: int | None = None) -> list[str]:
@@ -105,6 +113,53 @@ def owned(pid: int | None = None) -> list[str]:
     if not NETNS_DIR.is_dir():
         return []
     return sorted(n for n in os.listdir(NETNS_DIR) if n.startswith(tag))
+
+
+@contextmanager
+def entered(fd: int, name: str) -> Iterator[None]:
+    """Run the block on this thread in the network namespace open as `fd`."""
+    own = os.open("/proc/thread-self/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        if _libc.setns(fd, CLONE_NEWNET) != 0:
+            raise EnvironmentFailure(f"setns into {name} failed: {os.strerror(ctypes.get_errno())}")
+        try:
+            yield
+        finally:
+            if _libc.setns(own, CLONE_NEWNET) != 0:
+                raise EnvironmentFailure("could not return to the original network namespace")
+    finally:
+        os.close(own)
+
+
+class ApiNamespace:
+    """A namespace with only a loopback, for one cluster's API server and its kubectl."""
+
+    def __init__(self) -> None:
+        self.name = f"{PREFIX}{os.getpid():x}x{next(_counter)}-api"
+        self.path = NETNS_DIR / self.name
+        _run(["ip", "netns", "add", self.name])
+        try:
+            _run(["ip", "-n", self.name, "link", "set", "lo", "up"])
+            self._fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+        except BaseException:
+            _run(["ip", "netns", "del", self.name])
+            raise
+
+    def listener(self, host: str = "127.0.0.1") -> socket.socket:
+        """A TCP socket listening on a free port of the namespace's loopback."""
+        with entered(self._fd, self.name):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, 0))
+        sock.listen(64)
+        return sock
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        if self.path.exists():
+            _run(["ip", "netns", "del", self.name])
 
 
 class Topology:
@@ -160,25 +215,12 @@ class Topology:
         if jobs:
             run_parallel(jobs)
 
-    @contextmanager
-    def inside(self, index: int) -> Iterator[None]:
+    def inside(self, index: int) -> contextlib.AbstractContextManager[None]:
         """Run the block on this thread in pod `index`'s network namespace."""
-        own = os.open("/proc/thread-self/ns/net", os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            if _libc.setns(self._fds[self.pods[index]], CLONE_NEWNET) != 0:
-                raise EnvironmentFailure(
-                    f"setns into {self.pods[index]} failed: {os.strerror(ctypes.get_errno())}"
-                )
-            try:
-                yield
-            finally:
-                if _libc.setns(own, CLONE_NEWNET) != 0:
-                    raise EnvironmentFailure("could not return to the original network namespace")
-        finally:
-            os.close(own)
+        return entered(self._fds[self.pods[index]], self.pods[index])
 
     def socket_in(self, index: int, kind: int) -> socket.socket:
-        with self.inside(index):
+        with entered(self._fds[self.pods[index]], self.pods[index]):
             return socket.socket(socket.AF_INET, kind)
 
     def close(self) -> None:

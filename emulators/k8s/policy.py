@@ -2,15 +2,19 @@
 
 A `View` is the part of a cluster that decides connectivity (pods with their labels, IPs
 and container ports; namespace labels; services; policies). `connects(view, pair)` says
-whether one probed pair (a source pod reaching a Service port by DNS name) connects:
-the source resolves the name through the DNS pod (UDP 53, subject to policies like any
-packet), the Service maps to its first ready endpoint (pods sorted by name), and the TCP
-connection must pass the source's egress and the destination's ingress policies.
+whether one probe connects. A Service probe (a source pod reaching a Service port by DNS
+name): the source resolves the name through the DNS pod (UDP 53, subject to policies like
+any packet), the Service maps to its first ready endpoint (pods sorted by name), and the
+TCP connection must pass the source's egress and the destination's ingress policies. A
+pod probe (a source pod reaching another pod's IP on a port and protocol, no DNS, no
+Service; emulators/k8s/probes.py derives them) must pass the same two policy checks.
+`blocked_at_dns` says whether a Service probe fails already at its DNS lookup.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,16 +51,22 @@ class ServiceInfo:
 
 @dataclass(frozen=True)
 class Pair:
-    """One probed pair: `source` pod connecting to `service`:`port` (TCP) by DNS name."""
+    """One probe: `source` pod connecting to `service`:`port` (TCP) by DNS name, or, when
+    `target` is set, to pod `target`'s IP on `port`/`protocol` (a pod probe)."""
 
     source: str  # pod name
     source_label: str  # the source's workload name, as shown in reports
-    namespace: str  # the service's namespace
-    service: str
+    namespace: str  # the service's namespace (a pod probe: the target pod's)
+    service: str  # "" for a pod probe
     port: int
+    protocol: str = "TCP"
+    target: str = ""  # a pod probe's destination pod
+    target_label: str = ""  # its workload name, as shown in reports
 
     @property
     def key(self) -> str:
+        if self.target:
+            return f"{self.source_label}>pod/{self.target_label}:{self.port}/{self.protocol}"
         return f"{self.source_label}>{self.service}:{self.port}"
 
 
@@ -98,16 +108,30 @@ def selects(policy: Mapping[str, Any], pod: PodInfo) -> bool:
     return matches((policy.get("spec") or {}).get("podSelector"), pod.labels)
 
 
-def ip_in_block(ip: str, block: Mapping[str, Any]) -> bool:
-    addr = ipaddress.ip_address(ip)
+# What a CIDR of a NetworkPolicy may look like before ipaddress reads it: Go's
+# net.ParseCIDR takes no netmask forms ("/255.0.0.0"), IPv6 scope ids ("fe80::%eth0/64"),
+# spaces or non-ASCII digits, which Python's parser accepts in some positions.
+_CIDR = re.compile(r"(?:\d{1,3}\.){3}\d{1,3}/\d{1,2}|[0-9A-Fa-f:.]{2,45}/\d{1,3}", re.ASCII)
+
+
+def parse_cidr(text: Any) -> ipaddress.IPv4Network | ipaddress.IPv6Network | None:
+    """The network of a CIDR as kube-apiserver accepts it (host bits may be set), else None."""
+    if not isinstance(text, str) or not _CIDR.fullmatch(text):
+        return None
     try:
-        if addr not in ipaddress.ip_network(block.get("cidr", ""), strict=False):
-            return False
-        return not any(
-            addr in ipaddress.ip_network(e, strict=False) for e in block.get("except") or []
-        )
+        return ipaddress.ip_network(text, strict=False)
     except ValueError:
+        return None
+
+
+def ip_in_block(ip: str, block: Mapping[str, Any]) -> bool:
+    """Whether `ip` is in an ipBlock (an IPv6 block holds no IPv4 address, and vice versa)."""
+    addr = ipaddress.ip_address(ip)
+    cidr = parse_cidr(block.get("cidr"))
+    excepts = [parse_cidr(e) for e in block.get("except") or []]
+    if cidr is None or None in excepts or addr not in cidr:
         return False
+    return not any(addr in e for e in excepts)
 
 
 def peer_matches(peer: Mapping[str, Any], policy_ns: str, pod: PodInfo, view: View) -> bool:
@@ -182,11 +206,26 @@ def resolve_target(svc: ServiceInfo, port: int, backend: PodInfo) -> int | None:
     return None
 
 
-def connects(view: View, pair: Pair) -> bool:
-    """Whether the probe of `pair` succeeds: DNS lookup, then TCP through the ClusterIP."""
+def blocked_at_dns(view: View, pair: Pair) -> bool:
+    """Whether a Service probe fails at its DNS lookup (no DNS pod, or policies keep the
+    source's query or its answer from passing); never for a pod probe."""
+    if pair.target:
+        return False
     src = view.pods.get(pair.source)
     dns = view.dns_pod()
-    if src is None or dns is None or not allowed(view, src, dns, DNS_PORT, "UDP"):
+    return src is None or dns is None or not allowed(view, src, dns, DNS_PORT, "UDP")
+
+
+def connects(view: View, pair: Pair) -> bool:
+    """Whether the probe of `pair` succeeds: DNS lookup, then TCP through the ClusterIP;
+    for a pod probe, the connection to the target pod's IP."""
+    src = view.pods.get(pair.source)
+    if pair.target:
+        dst = view.pods.get(pair.target)
+        if src is None or dst is None:
+            return False
+        return allowed(view, src, dst, pair.port, pair.protocol)
+    if blocked_at_dns(view, pair):
         return False
     backend = view.endpoint(pair.namespace, pair.service)
     svc = view.services.get((pair.namespace, pair.service))

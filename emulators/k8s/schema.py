@@ -1,17 +1,20 @@
 """Decoding, defaulting and validation of written objects, worded as kube-apiserver words them.
 
 Strict decoding (kubectl's default `--validate=strict` sends `fieldValidation=Strict`)
-rejects unknown fields of NetworkPolicies and object metadata; defaulting fills
-`protocol: TCP` and `policyTypes`; validation follows the NetworkPolicy rules of
-`pkg/apis/networking/validation` with the same field paths and messages.
+rejects unknown fields of NetworkPolicies and object metadata; `null` decodes as Go's
+typed decoder decodes it (a field set to null is unset; a null list item is the item
+type's zero value, so `ingress: [null]` is one empty rule, as on a real cluster);
+defaulting fills `protocol: TCP` and `policyTypes`; validation follows the NetworkPolicy
+rules of `pkg/apis/networking/validation` with the same field paths and messages.
 """
 
 from __future__ import annotations
 
-import ipaddress
+import json
 import re
 from typing import Any
 
+from emulators.k8s.policy import parse_cidr
 from emulators.k8s.resources import ApiError, Resource, bad_request, invalid
 
 Cause = tuple[str, str, str]  # (reason, field path, detail)
@@ -70,6 +73,7 @@ def decode(res: Resource, obj: Any, strict: bool, prune: bool = False) -> list[s
     with `prune`, dropped from `obj` as the typed decoder drops them. Type errors: 400."""
     if not isinstance(obj, dict):
         raise bad_request(f"the body of the request was in an unknown format: {type(obj)}")
+    _zero_nulls(schema_for(res), obj)
     unknown: list[str] = []
     errors: list[str] = []
     _walk(schema_for(res), obj, "", unknown, errors, res.kind)
@@ -87,6 +91,39 @@ def decode(res: Resource, obj: Any, strict: bool, prune: bool = False) -> list[s
         for path in unknown:
             _drop(obj, path.split("."))
     return unknown
+
+
+_ZERO = {_S: "", _I: 0, _B: False, _INTSTR: 0}
+
+
+def _zero(schema: Any) -> Any:
+    """The zero value Go's decoder gives a null of this type."""
+    if isinstance(schema, dict) or schema == _MAP:
+        return {}
+    if isinstance(schema, list):
+        return []
+    return _ZERO.get(schema)
+
+
+def _zero_nulls(schema: Any, value: Any) -> None:
+    """In place: drop fields set to null, and make null list items and map values zero."""
+    if isinstance(schema, dict) and isinstance(value, dict):
+        for key in [k for k, v in value.items() if v is None and k in schema]:
+            del value[key]
+        for key, sub in value.items():
+            if key in schema:
+                _zero_nulls(schema[key], sub)
+    elif isinstance(schema, list) and isinstance(value, list):
+        item = schema[0]
+        if item != _ANY:
+            for i, sub in enumerate(value):
+                if sub is None:
+                    value[i] = _zero(item)
+                else:
+                    _zero_nulls(item, sub)
+    elif schema == _MAP and isinstance(value, dict):
+        for key in [k for k, v in value.items() if v is None]:
+            value[key] = ""
 
 
 def _drop(node: Any, path: list[str]) -> None:
@@ -178,10 +215,11 @@ PORT_RANGE_MSG = "must be between 1 and 65535, inclusive"
 
 
 def _q(value: Any) -> str:
-    return f'"{value}"' if isinstance(value, str) else str(value)
+    """A value as Go's field errors quote it (strings with escapes: no raw newlines)."""
+    return json.dumps(value, ensure_ascii=False) if isinstance(value, str) else str(value)
 
 
-def _invalid(path: str, value: Any, detail: str) -> Cause:
+def invalid_value(path: str, value: Any, detail: str) -> Cause:
     return ("FieldValueInvalid", path, f"Invalid value: {_q(value)}: {detail}")
 
 
@@ -206,7 +244,7 @@ def validate_name(name: Any) -> list[Cause]:
     if not name:
         return [_required("metadata.name", "name or generateName is required")]
     if not isinstance(name, str) or len(name) > 253 or not _DNS1123.match(name):
-        return [_invalid("metadata.name", name, NAME_MSG)]
+        return [invalid_value("metadata.name", name, NAME_MSG)]
     return []
 
 
@@ -215,9 +253,9 @@ def validate_labels(labels: Any, path: str) -> list[Cause]:
     for key, value in (labels or {}).items():
         name = key.rsplit("/", 1)[-1]
         if not _NAME_PART.match(name) or len(name) > 63:
-            out.append(_invalid(path, key, KEY_MSG))
+            out.append(invalid_value(path, key, KEY_MSG))
         if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.match(value):
-            out.append(_invalid(f"{path}", value, VALUE_MSG))
+            out.append(invalid_value(f"{path}", value, VALUE_MSG))
     return out
 
 
@@ -268,34 +306,31 @@ def validate_port(port: dict[str, Any], path: str) -> list[Cause]:
     if value is None:
         if end is not None:
             out.append(
-                _invalid(
+                invalid_value(
                     f"{path}.endPort", end, "may not be specified when `port` is not specified"
                 )
             )
     elif isinstance(value, int):
         if not 1 <= value <= 65535:
-            out.append(_invalid(f"{path}.port", value, PORT_RANGE_MSG))
+            out.append(invalid_value(f"{path}.port", value, PORT_RANGE_MSG))
         if end is not None:
             if end < value:
                 out.append(
-                    _invalid(f"{path}.endPort", value, "must be greater than or equal to `port`")
+                    invalid_value(
+                        f"{path}.endPort", value, "must be greater than or equal to `port`"
+                    )
                 )
             if not 1 <= end <= 65535:
-                out.append(_invalid(f"{path}.endPort", end, PORT_RANGE_MSG))
+                out.append(invalid_value(f"{path}.endPort", end, PORT_RANGE_MSG))
     else:
         if end is not None:
             out.append(
-                _invalid(f"{path}.endPort", end, "may not be specified when `port` is non-numeric")
+                invalid_value(
+                    f"{path}.endPort", end, "may not be specified when `port` is non-numeric"
+                )
             )
-        out += [_invalid(f"{path}.port", value, m) for m in _port_name_errors(value)]
+        out += [invalid_value(f"{path}.port", value, m) for m in _port_name_errors(value)]
     return out
-
-
-def _cidr_ok(text: Any) -> ipaddress.IPv4Network | ipaddress.IPv6Network | None:
-    try:
-        return ipaddress.ip_network(text, strict=False) if "/" in str(text) else None
-    except ValueError:
-        return None
 
 
 CIDR_MSG = "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)"
@@ -308,22 +343,22 @@ def validate_peer(peer: dict[str, Any], path: str) -> list[Cause]:
     out += validate_selector(peer.get("namespaceSelector"), f"{path}.namespaceSelector")
     block = peer.get("ipBlock")
     if block is not None:
-        cidr = _cidr_ok(block.get("cidr"))
+        cidr = parse_cidr(block.get("cidr"))
         if not block.get("cidr"):
             out.append(_required(f"{path}.ipBlock.cidr"))
         elif cidr is None:
-            out.append(_invalid(f"{path}.ipBlock.cidr", block.get("cidr"), CIDR_MSG))
+            out.append(invalid_value(f"{path}.ipBlock.cidr", block.get("cidr"), CIDR_MSG))
         for i, text in enumerate(block.get("except") or []):
-            exc = _cidr_ok(text)
+            exc = parse_cidr(text)
             where = f"{path}.ipBlock.except[{i}]"
             if exc is None:
-                out.append(_invalid(where, text, CIDR_MSG))
+                out.append(invalid_value(where, text, CIDR_MSG))
             elif cidr is not None and (
                 exc.version != cidr.version
                 or not exc.subnet_of(cidr)
                 or exc.prefixlen <= cidr.prefixlen  # type: ignore[arg-type]
             ):
-                out.append(_invalid(where, text, "must be a strict subset of `cidr`"))
+                out.append(invalid_value(where, text, "must be a strict subset of `cidr`"))
     if count == 0:
         out.append(_required(path, "must specify a peer"))
     elif count > 1 and block is not None:

@@ -2,8 +2,10 @@
 
 Objects are plain JSON dicts. Every write runs strict decoding, defaulting, validation
 and the access rules (NetworkPolicies fully writable; other kinds: labels and
-annotations only; derived kinds read-only), bumps `resourceVersion`, and calls the write
-hooks (the data plane recompiles enforcement there) before the request is answered.
+annotations only; derived kinds read-only), sets the metadata the server owns (uid,
+creationTimestamp, generation, resourceVersion: never a client's), refuses objects over
+MAX_OBJECT_BYTES, and calls the write hooks (the data plane recompiles enforcement there)
+before the request is answered. Patches are computed outside the lock.
 """
 
 from __future__ import annotations
@@ -11,13 +13,10 @@ from __future__ import annotations
 import copy
 import json
 import threading
-import uuid
 from collections.abc import Callable, Iterable
-from datetime import UTC, datetime
 from typing import Any
 
-from emulators.k8s import patch as patches
-from emulators.k8s import schema
+from emulators.k8s import schema, writes
 from emulators.k8s.derived import derived_objects
 from emulators.k8s.resources import (
     BY_KIND,
@@ -55,8 +54,8 @@ def _annotate_applied(obj: dict[str, Any]) -> None:
     meta.setdefault("annotations", {})[LAST_APPLIED] = text
 
 
-def now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+MAX_OBJECT_BYTES = 3 << 19  # 1.5 MiB, etcd's default --max-request-bytes
+PATCH_ATTEMPTS = 5  # a patch recomputed on objects written meanwhile, then 409
 
 
 class Store:
@@ -65,6 +64,9 @@ class Store:
         self.objects: dict[Key, dict[str, Any]] = {}
         self.revision = 0  # bumped by every successful write
         self.hooks: list[Hook] = []
+        # Checks of the whole would-be object set, run before a write is stored (the data
+        # plane refuses what it could not enforce); each raises ApiError to refuse.
+        self.validators: list[Callable[[list[dict[str, Any]]], None]] = []
         self._applied: dict[tuple[Key, str], dict[str, Any]] = {}  # server-side apply owners
 
     # -- loading (the cluster's own writes, not the agent's) ---------------------------------
@@ -93,7 +95,8 @@ class Store:
                     _annotate_applied(obj)
                 if res.kind == "NetworkPolicy":
                     schema.default_network_policy(obj)
-                self._stamp(res, obj, None)
+                writes.own_metadata(res, obj, None, system=True)
+                self._stamp(obj)
                 self.objects[self._key(res, obj["metadata"].get("namespace", ""), obj)] = obj
             self.revision += 1
             kinds = {o["kind"] for o in objects} | ({replace_kind} if replace_kind else set())
@@ -165,6 +168,9 @@ class Store:
         ]
 
     # -- writes ------------------------------------------------------------------------------
+    # Decoding, patching and validating a body run outside the lock (they depend on the body
+    # and one snapshot only); the lock is held to check the snapshot is still current and to
+    # store, so a slow request never holds up another request or a reset.
     def create(
         self,
         res: Resource,
@@ -175,24 +181,28 @@ class Store:
         dry_run: bool = False,
         warnings: list[str] | None = None,
     ) -> dict[str, Any]:
+        self._check_access(res, "create", ns)
+        obj = copy.deepcopy(body)
+        _warn(warnings, schema.decode(res, obj, strict, prune=True))
+        meta = obj.setdefault("metadata", {})
+        if res.namespaced:
+            if meta.get("namespace") not in (None, "", ns):
+                raise bad_request(
+                    "the namespace of the provided object does not match the namespace sent "
+                    "on the request"
+                )
+            meta["namespace"] = ns
+        if meta.get("resourceVersion"):
+            raise bad_request("resourceVersion should not be set on objects to be created")
+        self._bounded(res, obj)
+        self._prepare(res, obj)
         with self.lock:
-            self._check_access(res, "create", ns)
-            obj = copy.deepcopy(body)
-            _warn(warnings, schema.decode(res, obj, strict, prune=True))
-            meta = obj.setdefault("metadata", {})
-            if res.namespaced:
-                if meta.get("namespace") not in (None, "", ns):
-                    raise bad_request(
-                        "the namespace of the provided object does not match the namespace sent "
-                        "on the request"
-                    )
-                meta["namespace"] = ns
-                if ("namespaces", "", ns) not in self.objects:
-                    raise not_found(BY_PLURAL["namespaces"], ns)
-            self._prepare(res, obj)
+            if res.namespaced and ("namespaces", "", ns) not in self.objects:
+                raise not_found(BY_PLURAL["namespaces"], ns)
             if self._key(res, ns, obj) in self.objects:
                 raise already_exists(res, meta["name"])
-            self._stamp(res, obj, None)
+            writes.own_metadata(res, obj, None)
+            self._stamp(obj)
             return self._commit(res, ns, obj, dry_run)
 
     def update(
@@ -206,20 +216,21 @@ class Store:
         dry_run: bool = False,
         warnings: list[str] | None = None,
     ) -> dict[str, Any]:
+        self._check_access(res, "update", ns)
+        obj = copy.deepcopy(body)
+        _warn(warnings, schema.decode(res, obj, strict, prune=True))
+        meta = obj.setdefault("metadata", {})
+        if meta.get("name") not in (None, name):
+            raise bad_request(
+                f"the name of the object ({meta.get('name')}) does not match the name on "
+                f"the URL ({name})"
+            )
+        meta["name"] = name
+        if res.namespaced:
+            meta["namespace"] = ns
+        self._bounded(res, obj)
         with self.lock:
-            self._check_access(res, "update", ns)
-            obj = copy.deepcopy(body)
-            _warn(warnings, schema.decode(res, obj, strict, prune=True))
             old = self.get(res, ns, name)
-            meta = obj.setdefault("metadata", {})
-            if meta.get("name") not in (None, name):
-                raise bad_request(
-                    f"the name of the object ({meta.get('name')}) does not match the name on "
-                    f"the URL ({name})"
-                )
-            meta["name"] = name
-            if res.namespaced:
-                meta["namespace"] = ns
             rv = meta.get("resourceVersion")
             if rv and rv != old["metadata"]["resourceVersion"]:
                 raise conflict(res, name)
@@ -238,103 +249,82 @@ class Store:
         manager: str = "",
         warnings: list[str] | None = None,
     ) -> dict[str, Any]:
-        """kind: json | merge | strategic | apply (server-side apply)."""
-        with self.lock:
-            self._check_access(res, "patch", ns)
-            rv = (
-                (body.get("metadata") or {}).get("resourceVersion")
-                if isinstance(body, dict)
-                else None
-            )
-            if kind == "apply":
-                return self._server_side_apply(
-                    res, ns, name, body, strict, dry_run, manager, warnings
-                )
-            old = self.get(res, ns, name)
+        """kind: json | merge | strategic | apply (server-side apply). The patch is computed
+        on a snapshot outside the lock; if the object changed meanwhile, it is computed
+        again on the new version (as kube-apiserver retries a patch on a conflict)."""
+        self._check_access(res, "patch", ns)
+        meta = body.get("metadata") if isinstance(body, dict) else None
+        rv = meta.get("resourceVersion") if isinstance(meta, dict) else None
+        applied: dict[str, Any] | None = None
+        if kind == "apply":
+            applied = copy.deepcopy(body)
+            _warn(warnings, schema.decode(res, applied, strict, prune=True))
+            applied.setdefault("metadata", {})["name"] = name
+        key = (res.plural, ns if res.namespaced else "", name)
+        for _ in range(PATCH_ATTEMPTS):
+            with self.lock:
+                exists = key in self.objects
+                old = self.get(res, ns, name) if exists or applied is None else {}
+                before = self._applied.get((key, manager), {})
+            if applied is not None and not exists:
+                created = self.create(res, ns, applied, strict=strict, dry_run=dry_run)
+                if not dry_run:
+                    with self.lock:
+                        self._applied[(key, manager)] = applied
+                return created
             if rv and rv != old["metadata"]["resourceVersion"]:
                 raise conflict(res, name)  # a resourceVersion in a patch is a precondition
-            try:
-                if kind == "json":
-                    new = patches.json_patch(old, body)
-                elif kind == "merge":
-                    new = patches.merge_patch(old, body)
-                else:
-                    new = patches.strategic_merge_patch(old, body)
-            except patches.PatchError as err:
-                raise ApiError(422, "Invalid", str(err)) from None
-            if not isinstance(new, dict) or new.get("metadata", {}).get("name") != name:
-                raise bad_request("the patch may not change the object's name")
-            _warn(warnings, schema.decode(res, new, strict, prune=True))
-            return self._replace(res, ns, old, new, dry_run)
+            seen: list[str] = []
+            if applied is not None:
+                new = writes.server_side_apply(old, applied, before)
+                schema.decode(res, new, strict=False, prune=True)
+            else:
+                new = writes.patched(old, kind, body)
+                _warn(seen, schema.decode(res, new, strict, prune=True))  # 400 unless an object
+                if (new.get("metadata") or {}).get("name") != name:
+                    raise bad_request("the patch may not change the object's name")
+            self._bounded(res, new)  # before the lock: validating a huge object takes a while
+            with self.lock:
+                current = self.objects.get(key)
+                if current is None:
+                    raise not_found(res, name)
+                if current["metadata"]["resourceVersion"] != old["metadata"]["resourceVersion"]:
+                    continue  # written meanwhile: patch the new version
+                result = self._replace(res, ns, old, new, dry_run)
+                if applied is not None and not dry_run:
+                    self._applied[(key, manager)] = applied
+                if warnings is not None:
+                    warnings += seen
+                return result
+        raise conflict(res, name)
 
     def delete(self, res: Resource, ns: str, name: str, *, dry_run: bool = False) -> dict[str, Any]:
         with self.lock:
             self._check_access(res, "delete", ns)
             old = self.get(res, ns, name)
+            key = self._key(res, ns, old)
+            self._validate({k: v for k, v in self.objects.items() if k != key})
             if not dry_run:
-                key = self._key(res, ns, old)
-                del self.objects[key]
-                self._applied = {k: v for k, v in self._applied.items() if k[0] != key}
+                previous = self.objects.pop(key)
                 self.revision += 1
-                self._run_hooks(res)
+                self._enforce_or_undo(res, key, previous)
+                self._applied = {k: v for k, v in self._applied.items() if k[0] != key}
             return old
 
     # -- internals ---------------------------------------------------------------------------
-    def _server_side_apply(
-        self,
-        res: Resource,
-        ns: str,
-        name: str,
-        body: Any,
-        strict: bool,
-        dry_run: bool,
-        manager: str,
-        warnings: list[str] | None,
-    ) -> dict[str, Any]:
-        applied = copy.deepcopy(body)
-        _warn(warnings, schema.decode(res, applied, strict, prune=True))
-        applied.setdefault("metadata", {})["name"] = name
-        key = (res.plural, ns if res.namespaced else "", name)
-        try:
-            old = self.get(res, ns, name)
-        except ApiError:
-            created = self.create(res, ns, applied, strict=strict, dry_run=dry_run)
-            if not dry_run:
-                self._applied[(key, manager)] = applied
-            return created
-        new = patches.strategic_merge_patch(old, applied)
-        before = self._applied.get((key, manager), {})
-        for section in ("spec", "data"):
-            for field_name in before.get(section) or {}:
-                if field_name not in (applied.get(section) or {}):
-                    (new.get(section) or {}).pop(field_name, None)
-        for field_name in ("labels", "annotations"):
-            gone = set(before.get("metadata", {}).get(field_name) or {}) - set(
-                applied["metadata"].get(field_name) or {}
-            )
-            for label in gone:
-                (new["metadata"].get(field_name) or {}).pop(label, None)
-        result = self._replace(res, ns, old, new, dry_run)
-        if not dry_run:
-            self._applied[(key, manager)] = applied
-        return result
-
     def _replace(
         self, res: Resource, ns: str, old: dict[str, Any], new: dict[str, Any], dry_run: bool
     ) -> dict[str, Any]:
         new.setdefault("metadata", {})
-        for field_name in ("uid", "creationTimestamp"):
-            new["metadata"][field_name] = old["metadata"][field_name]
         new["apiVersion"], new["kind"] = res.api_version, res.kind
+        writes.own_metadata(res, new, old)
         self._prepare(res, new)
         if not res.writable:
             schema.validate_metadata_only(res, old, new)
             new["status"] = old.get("status")
             if new["status"] is None:
                 new.pop("status")
-        if res.kind == "NetworkPolicy" and new.get("spec") != old.get("spec"):
-            new["metadata"]["generation"] = int(old["metadata"].get("generation", 1)) + 1
-        self._stamp(res, new, old)
+        self._stamp(new)
         return self._commit(res, ns, new, dry_run)
 
     def _prepare(self, res: Resource, obj: dict[str, Any]) -> None:
@@ -347,24 +337,58 @@ class Store:
             if causes:
                 raise invalid(res, str(obj["metadata"].get("name", "")), causes)
 
-    def _stamp(self, res: Resource, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+    def _stamp(self, obj: dict[str, Any]) -> None:
         meta = obj.setdefault("metadata", {})
         self.revision += 1
         meta["resourceVersion"] = str(1000 + self.revision)
-        if old is None:
-            meta.setdefault("uid", str(uuid.uuid4()))
-            meta.setdefault("creationTimestamp", now())
-            if res.kind == "NetworkPolicy" or res.kind == "Deployment":
-                meta.setdefault("generation", 1)
         for key in ("labels", "annotations"):
             if meta.get(key) == {}:
                 del meta[key]
 
     def _commit(self, res: Resource, ns: str, obj: dict[str, Any], dry_run: bool):
+        key = self._key(res, ns, obj)
+        self._bounded(res, obj)
+        self._validate({**self.objects, key: obj})
         if not dry_run:
-            self.objects[self._key(res, ns, obj)] = copy.deepcopy(obj)
-            self._run_hooks(res)
+            previous = self.objects.get(key)
+            self.objects[key] = copy.deepcopy(obj)
+            self._enforce_or_undo(res, key, previous)
         return obj
+
+    def _enforce_or_undo(self, res: Resource, key: Key, previous: dict[str, Any] | None) -> None:
+        """Run the write hooks after `key` was written; if they fail (the data plane refused
+        what the validators let through), put `previous` back (None: no object), enforce
+        that again and refuse the write (422), so no write leaves the cluster unable to
+        enforce the next one. If enforcing the previous objects fails too, that stands."""
+        try:
+            self._run_hooks(res)
+        except ApiError as err:
+            if previous is None:
+                self.objects.pop(key, None)
+            else:
+                self.objects[key] = previous
+            self.revision += 1
+            self._run_hooks(res)
+            raise ApiError(
+                422, "Invalid", f"the data plane cannot enforce this change: {err}"
+            ) from None
+
+    @staticmethod
+    def _bounded(res: Resource, obj: dict[str, Any]) -> None:
+        """Refuse an object larger than etcd stores (a patch can grow one past its body)."""
+        size = len(json.dumps(obj, separators=(",", ":")))
+        if size > MAX_OBJECT_BYTES:
+            raise ApiError(
+                413,
+                "RequestEntityTooLarge",
+                f"etcdserver: request is too large: {res.qualified} "
+                f'"{(obj.get("metadata") or {}).get("name", "")}" would be {size} bytes; the '
+                f"limit is {MAX_OBJECT_BYTES}",
+            )
+
+    def _validate(self, objects: dict[Key, dict[str, Any]]) -> None:
+        for check in self.validators:
+            check(list(objects.values()))
 
     def _run_hooks(self, res: Resource) -> None:
         for hook in self.hooks:

@@ -4,6 +4,7 @@ the columns kube-apiserver prints for each kind (priority 1 columns appear with 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -37,11 +38,32 @@ def human_duration(seconds: float) -> str:
     return f"{hours // 24}d"
 
 
+_RFC3339 = re.compile(
+    r"\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:[Zz]|[+-]\d\d:\d\d)", re.ASCII
+)
+
+
+def parse_time(stamp: Any) -> datetime | None:
+    """An RFC 3339 time (any offset, fractional seconds), else None."""
+    if not isinstance(stamp, str) or not _RFC3339.fullmatch(stamp):
+        return None
+    text = stamp.upper().replace("Z", "+00:00")
+    head, dot, tail = text.partition(".")
+    if dot:  # fromisoformat takes at most 6 digits of a second
+        digits = tail[: len(tail) - 6]
+        text = f"{head}.{digits[:6].ljust(6, '0')}{tail[-6:]}"
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:  # a day or hour that does not exist, e.g. 2024-02-30
+        return None
+
+
 def age(obj: dict[str, Any]) -> str:
-    stamp = obj["metadata"].get("creationTimestamp")
-    if not stamp:
+    """How long ago the object was created, as kubectl prints it; <unknown> for a missing or
+    unreadable creationTimestamp (the server sets it, but a reply must never fail on it)."""
+    created = parse_time(obj["metadata"].get("creationTimestamp"))
+    if created is None:
         return "<unknown>"
-    created = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
     return human_duration((datetime.now(UTC) - created).total_seconds())
 
 

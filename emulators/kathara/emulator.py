@@ -150,10 +150,20 @@ class KatharaEmulator(NamespaceEmulator):
         return nsexec.run_scripts(self._nodes, scripts, self._scripts, timeout_s)
 
     def _run_capped(
-        self, device: str, argv: Sequence[str], *, timeout_s: float, output_bytes: int
+        self,
+        device: str,
+        argv: Sequence[str],
+        *,
+        timeout_s: float,
+        output_bytes: int,
+        host_prefix: Sequence[str] = (),
     ) -> CommandResult:
         return nsexec.run_capped(
-            self._nodes[device], argv, timeout_s=timeout_s, output_bytes=output_bytes
+            self._nodes[device],
+            argv,
+            timeout_s=timeout_s,
+            output_bytes=output_bytes,
+            host_prefix=host_prefix,
         )
 
     def stop(self) -> None:

@@ -22,18 +22,25 @@ from pipeline.errors import EnvironmentFailure
 INLINE_CHARS = 4000
 
 
-def spawn(pid: int, argv: Sequence[str]) -> subprocess.Popen:
-    """Start argv in the network namespace of process `pid`; stdout and stderr piped."""
+def spawn(pid: int, argv: Sequence[str], host_prefix: Sequence[str] = ()) -> subprocess.Popen:
+    """Start argv in the network namespace of process `pid` (after `host_prefix`, on the
+    host); stdout and stderr piped."""
     if not os.path.exists(f"/proc/{pid}/ns/net"):
         raise EnvironmentFailure(f"the device process {pid} is gone; the lab is unusable")
-    return start(["nsenter", f"--net=/proc/{pid}/ns/net", "--", *argv])
+    return start([*host_prefix, "nsenter", f"--net=/proc/{pid}/ns/net", "--", *argv])
 
 
 def run_capped(
-    pid: int, argv: Sequence[str], *, timeout_s: float, output_bytes: int
+    pid: int,
+    argv: Sequence[str],
+    *,
+    timeout_s: float,
+    output_bytes: int,
+    host_prefix: Sequence[str] = (),
 ) -> CommandResult:
     """Run argv in `pid`'s network namespace; stop it at `timeout_s` or past `output_bytes`."""
-    return collect(spawn(pid, argv), argv, timeout_s=timeout_s, output_bytes=output_bytes)
+    proc = spawn(pid, argv, host_prefix)
+    return collect(proc, argv, timeout_s=timeout_s, output_bytes=output_bytes)
 
 
 def run_scripts(

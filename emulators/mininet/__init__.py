@@ -5,3 +5,7 @@ Modules: emulator (MininetEmulator, a NamespaceEmulator: emulators/namespaced.py
 namespaces of a prefix, stale cleanup), process (an agent's argv in a node's namespaces,
 with a timeout and an output cap). Mininet itself is imported only when a lab is built.
 """
+
+from pipeline.registry import BackendSpec
+
+BACKEND = BackendSpec(name="mininet", emulator=".emulator:MininetEmulator", display="Mininet")

@@ -99,10 +99,18 @@ class MininetEmulator(NamespaceEmulator):
         return run_scripts(self._nodes, scripts, self._scripts, timeout_s)
 
     def _run_capped(
-        self, device: str, argv: Sequence[str], *, timeout_s: float, output_bytes: int
+        self,
+        device: str,
+        argv: Sequence[str],
+        *,
+        timeout_s: float,
+        output_bytes: int,
+        host_prefix: Sequence[str] = (),
     ) -> CommandResult:
         pid = self._nodes[device].pid
-        return process.run_capped(pid, argv, timeout_s=timeout_s, output_bytes=output_bytes)
+        return process.run_capped(
+            pid, argv, timeout_s=timeout_s, output_bytes=output_bytes, host_prefix=host_prefix
+        )
 
     def stop(self) -> None:
         """Kill every node shell (their namespaces, veths and bridges go with them)."""

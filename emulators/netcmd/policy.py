@@ -14,7 +14,7 @@ import shlex
 import shutil
 from dataclasses import dataclass
 
-from emulators.netcmd.tools import RULES
+from emulators.netcmd.tools import RULES, TOOL_NAMES, check_sysctl
 
 MAX_COMMAND_CHARS = 1000
 SHELL_CHARS = {
@@ -32,7 +32,7 @@ SHELL_CHARS = {
 }
 SEARCH_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 TOOL_DIRS = ("/usr/sbin/", "/usr/bin/", "/sbin/", "/bin/")
-ALLOWED = ", ".join(RULES)
+ALLOWED = ", ".join(TOOL_NAMES)
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,7 @@ class Checked:
 
     argv: tuple[str, ...]  # what runs (absolute tool path first); () when refused
     reason: str | None = None  # why it was refused, shown to the agent
+    writes: tuple[str, ...] = ()  # /proc/sys files the command may write (sysctl -w)
 
     @property
     def allowed(self) -> bool:
@@ -82,16 +83,19 @@ def check(command: str) -> Checked:
         if not name.startswith(TOOL_DIRS) or name.count("/") != name.rstrip("/").count("/"):
             return refuse(f"{name!r} is not an allowed tool; allowed: {ALLOWED}")
         name = name.rsplit("/", 1)[1]
-    rule = RULES.get(name)
-    if rule is None:
+    writes: list[str] = []
+    if name == "sysctl":
+        reason, writes = check_sysctl(argv[1:])
+    elif name in RULES:
+        reason = RULES[name](argv[1:])
+    else:
         return refuse(
             f"'{name}' is not an allowed tool here; allowed: {ALLOWED} "
             "(network tools only; they act only on the machine named in the reply)"
         )
-    reason = rule(argv[1:])
     if reason is not None:
         return refuse(reason)
     path = tool_path(name)
     if path is None:
         return refuse(f"'{name}' is not installed on this machine")
-    return Checked((path, *argv[1:]))
+    return Checked((path, *argv[1:]), writes=tuple(writes))

@@ -2,17 +2,20 @@
 
 Order of checks: the machine must be one the agent may use (routers and hosts, never a
 switch), then the policy (policy.check) must allow the command; only then does it run,
-through the emulator's `run` (no shell, per-command timeout, output cap). Every outcome
-is a `SandboxResult` with a status the app maps to a step status.
+through the emulator's `run` (no shell, per-command timeout, output cap), inside the jail
+of confine.py: what the command can touch is bounded by the kernel, whatever the policy
+let through. Every outcome is a `SandboxResult` with a status the app maps to a step
+status.
 """
 
 from __future__ import annotations
 
 import enum
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from emulators.base import Emulator
+from emulators.netcmd import confine
 from emulators.netcmd.policy import check
 from pipeline.core import StepStatus
 
@@ -76,9 +79,15 @@ class CommandSandbox:
         if not checked.allowed:
             why = f"command refused: {checked.reason}"
             return SandboxResult(Status.REJECTED, machine, command, reason=why, output=why)
-        result = self.emulator.run(
-            machine, checked.argv, timeout_s=self.timeout_s, output_bytes=self.output_bytes
-        )
+        with confine.confined(checked.argv, checked.argv[:1], checked.writes) as (prefix, argv):
+            result = self.emulator.run(
+                machine,
+                argv,
+                timeout_s=self.timeout_s,
+                output_bytes=self.output_bytes,
+                host_prefix=prefix,
+            )
+        result = replace(result, argv=checked.argv)
         output, reason = result.output, None
         if result.timed_out:
             status, reason = Status.TIMEOUT, f"the command was stopped after {self.timeout_s:g} s"

@@ -1,229 +1,82 @@
 """Per-tool argument rules of the command sandbox: each returns None or why it refuses.
 
-Rules are allowlists: an `ip` object, a `tc` object, an option, a `sysctl` key or a
-`cat` path is allowed only if it is named here. Everything they allow acts only on the
+The second line behind the jail (confine.py): each rule reads the arguments as its tool
+does (iproute.py for ip and tc, iptables.py, getopt.py for the getopt tools, procps'
+key syntax for sysctl) and allows only what is named. Everything allowed acts only on the
 network namespace the command runs in; what could reach outside it (`ip netns`,
 `-netns`, `-batch` files, `ip link set ... netns`, iptables' `--modprobe`, BPF objects,
-`sysctl -p FILE`, `arp -f FILE`) or never end (`ip monitor`, `ping` without `-c`) is
-refused.
+`sysctl -p FILE`, host-wide sysctls, `arp -f FILE`) or never end (`ip monitor`, `ping`
+without `-c`) is refused.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from collections.abc import Callable
 
+from emulators.netcmd import getopt, sysctls
+from emulators.netcmd.iproute import check_ip, check_tc, ipv4
+from emulators.netcmd.iptables import check_iptables, check_iptables_save
+
 Rule = Callable[[list[str]], str | None]
 
-# Words that would reach outside the node, load files or programs, or never stop.
-ESCAPES = {
-    "netns",
-    "link-netns",
-    "link-netnsid",
-    "exec",
-    "bpf",
-    "obj",
-    "object-file",
-    "object-pinned",
-    "--object-pinned",
-    "encap",
-    "xdp",
-    "xdpgeneric",
-    "xdpdrv",
-    "xdpoffload",
-    "vrf",
-}
-TOKEN_RE = re.compile(r"^[A-Za-z0-9_.:/,+=@%!-]+$")
 IFNAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,15}$")
 MAC_RE = re.compile(r"^([0-9A-Fa-f]{2}:){5}[0-9A-Fa-f]{2}$")
 NUMBER_RE = re.compile(r"^\d{1,9}$")
 
 
-def _ipv4(text: str) -> bool:
-    try:
-        ipaddress.IPv4Interface(text)
-    except ValueError:
-        return False
-    return True
-
-
-def _tokens_ok(args: list[str]) -> str | None:
-    for arg in args:
-        if arg.lower() in ESCAPES:
-            return f"'{arg}' is not allowed: a command acts only on the machine it runs on"
-        if not TOKEN_RE.match(arg):
-            return f"the argument {arg!r} has characters that are not allowed"
-    return None
-
-
-def _resolve(word: str, table: list[str]) -> str | None:
-    """iproute2's abbreviation rule: the first entry `word` is a prefix of."""
-    return next((name for name in table if name.startswith(word)), None)
-
-
-def _options(args: list[str], flags: set[str], valued: set[str]) -> tuple[list[str], str | None]:
-    """Split leading options off; return (rest, reason if an option is not allowed)."""
-    i = 0
-    while i < len(args) and args[i].startswith("-"):
-        opt = "-" + args[i].lstrip("-")
-        if opt in valued:
-            i += 2
-            if i > len(args):
-                return [], f"option {args[i - 2]} needs a value"
-            continue
-        if opt not in flags:
-            return [], f"option {args[i]} is not allowed"
-        i += 1
-    return args[i:], None
-
-
-# ip: the order of iproute2 6.1's command table, so abbreviations resolve as ip does.
-IP_OBJECTS = [
-    "address", "addrlabel", "maddress", "route", "rule", "neighbor", "neighbour", "ntable",
-    "ntbl", "link", "l2tp", "fou", "ila", "macsec", "tunnel", "tunl", "tuntap", "tap",
-    "token", "tcpmetrics", "tcp_metrics", "monitor", "xfrm", "mroute", "mrule", "netns",
-    "netconf", "vrf", "sr", "nexthop", "mptcp", "ioam", "help", "stats",
-]  # fmt: skip
-IP_VERBS = {
-    "address": ["show", "list", "lst", "add", "delete", "change", "replace", "flush"],
-    "route": ["show", "list", "get", "add", "delete", "change", "replace", "append", "prepend",
-              "flush"],
-    "rule": ["show", "list", "add", "delete", "flush"],
-    "neighbor": ["show", "list", "get", "add", "delete", "change", "replace", "flush"],
-    "link": ["show", "list", "set"],
+# procps-ng 4.0's sysctl options (getopt_long "bneNwfp::qoxaAXr:Vdh" and its long names).
+SYSCTL_SHORTS = "bneNwfp::qoxaAXr:Vdh"
+SYSCTL_LONGS = {
+    "all": getopt.NONE, "deprecated": getopt.NONE, "dry-run": getopt.NONE,
+    "binary": getopt.NONE, "ignore": getopt.NONE, "names": getopt.NONE, "values": getopt.NONE,
+    "load": getopt.OPTIONAL, "quiet": getopt.NONE, "write": getopt.NONE,
+    "system": getopt.NONE, "pattern": getopt.REQUIRED, "help": getopt.NONE,
+    "version": getopt.NONE,
 }  # fmt: skip
-IP_VERBS["neighbour"] = IP_VERBS["neighbor"]
-IP_FLAGS = {
-    "-4", "-0", "-o", "-oneline", "-br", "-brief", "-s", "-stats", "-statistics", "-d",
-    "-details", "-j", "-json", "-p", "-pretty", "-h", "-human", "-human-readable", "-r",
-    "-resolve", "-c", "-color", "-color=never", "-c=never", "-N", "-numeric",
+SYSCTL_ALLOWED = {"-b", "-n", "-e", "-N", "-w", "-q", "-o", "-x", "--binary", "--values",
+                  "--ignore", "--names", "--write", "--quiet", "--dry-run"}  # fmt: skip
+SYSCTL_WHY = {
+    "-p": "sysctl -p reads settings from a file", "-f": "sysctl -f reads settings from a file",
+    "--load": "sysctl --load reads settings from a file",
+    "--system": "sysctl --system reads the host's settings files",
+    "-a": "list keys by naming a folder instead, e.g. sysctl net.ipv4.conf.all",
+    "-A": "list keys by naming a folder instead", "-X": "list keys by naming a folder instead",
+    "--all": "list keys by naming a folder instead",
 }  # fmt: skip
-LINK_SET_FLAGS = {"up", "down"}
-LINK_SET_VALUED = {
-    "mtu": NUMBER_RE,
-    "address": MAC_RE,
-    "arp": re.compile(r"^(on|off)$"),
-    "promisc": re.compile(r"^(on|off)$"),
-    "multicast": re.compile(r"^(on|off)$"),
-    "allmulticast": re.compile(r"^(on|off)$"),
-    "txqueuelen": NUMBER_RE,
-    "txqlen": NUMBER_RE,
-    "qlen": NUMBER_RE,
-}
-
-
-def check_ip(args: list[str]) -> str | None:
-    rest, why = _options(args, IP_FLAGS, {"-f", "-family"})
-    if why:
-        return why
-    if not rest:
-        return "ip needs an object: ip addr, ip route, ip rule, ip neigh or ip link"
-    obj = _resolve(rest[0], IP_OBJECTS)
-    if obj not in IP_VERBS:
-        return (
-            f"'ip {rest[0]}' is not allowed; use ip address, route, rule, neighbour or link "
-            "(commands act only on the machine they run on)"
-        )
-    why = _tokens_ok(rest[1:])
-    if why or len(rest) == 1:
-        return why
-    verb = _resolve(rest[1], IP_VERBS[obj])
-    if verb is None and obj == "link":
-        return f"'ip link {rest[1]}' is not allowed; use ip link show or ip link set"
-    if verb is None:
-        # `ip route 10.0.0.0/8` and `ip addr dev X` mean "show": only selectors follow.
-        return (
-            None
-            if rest[1] in ("dev", "table", "to", "from") or _ipv4(rest[1])
-            else (f"'ip {obj} {rest[1]}' is not allowed; use one of: {', '.join(IP_VERBS[obj])}")
-        )
-    if obj == "link" and verb == "set":
-        return _check_link_set(rest[2:])
-    return None
-
-
-def _check_link_set(args: list[str]) -> str | None:
-    if args[:1] == ["dev"]:
-        args = args[1:]
-    if not args or not IFNAME_RE.match(args[0]):
-        return "ip link set needs an interface name"
-    i = 1
-    while i < len(args):
-        word = args[i]
-        if word in LINK_SET_FLAGS:
-            i += 1
-        elif word in LINK_SET_VALUED and i + 1 < len(args):
-            if not LINK_SET_VALUED[word].match(args[i + 1]):
-                return f"bad value {args[i + 1]!r} for ip link set ... {word}"
-            i += 2
-        else:
-            allowed = ", ".join(sorted(LINK_SET_FLAGS | set(LINK_SET_VALUED)))
-            return f"'ip link set ... {word}' is not allowed; allowed settings: {allowed}"
-    return None
-
-
-TC_OBJECTS = ["qdisc", "class", "filter", "chain", "actions", "monitor", "exec", "help"]
-TC_FLAGS = {"-s", "-stats", "-statistics", "-d", "-details", "-j", "-json", "-p", "-pretty",
-            "-r", "-raw", "-g", "-graph", "-iec", "-nm", "-name", "-t", "-timestamp"}  # fmt: skip
-
-
-def check_tc(args: list[str]) -> str | None:
-    rest, why = _options(args, TC_FLAGS, set())
-    if why:
-        return why
-    if not rest:
-        return "tc needs an object: tc qdisc, tc class or tc filter"
-    obj = _resolve(rest[0], TC_OBJECTS)
-    if obj not in ("qdisc", "class", "filter", "chain"):
-        return f"'tc {rest[0]}' is not allowed; use tc qdisc, class, filter or chain"
-    return _tokens_ok(rest[1:])
-
-
-IPT_TABLES = {"filter", "nat", "mangle", "raw", "security"}
-
-
-def check_iptables(args: list[str]) -> str | None:
-    for i, arg in enumerate(args):
-        if arg.startswith("--modprobe") or arg in ("-M",):
-            return "--modprobe runs a program; it is not allowed"
-        if arg in ("-t", "--table") and (i + 1 >= len(args) or args[i + 1] not in IPT_TABLES):
-            return f"iptables -t takes one of: {', '.join(sorted(IPT_TABLES))}"
-    return _tokens_ok(args) if args else "iptables needs a command, e.g. iptables -L -n -v"
-
-
-def check_iptables_save(args: list[str]) -> str | None:
-    rest, why = _options(args, {"-c", "-counters"}, {"-t", "-table"})
-    if why:
-        return why
-    if rest:
-        return "iptables-save takes only -c and -t TABLE"
-    for i, arg in enumerate(args):
-        if arg in ("-t", "--table") and args[i + 1] not in IPT_TABLES:
-            return f"iptables-save -t takes one of: {', '.join(sorted(IPT_TABLES))}"
-    return None
-
-
-SYSCTL_KEY_RE = re.compile(r"^net(\.[A-Za-z0-9_-]+)+$")
 SYSCTL_VALUE_RE = re.compile(r"^[A-Za-z0-9 \t._:,/-]{0,64}$")
 
 
-def check_sysctl(args: list[str]) -> str | None:
-    rest, why = _options(
-        args, {"-n", "-e", "-N", "-q", "-w", "-values", "-names", "-quiet", "-write"}, set()
-    )
-    if why:
-        return f"{why} (sysctl reads or writes named net.* keys only)"
-    if not rest:
-        return "sysctl needs one or more net.* keys, e.g. sysctl net.ipv4.ip_forward"
-    for arg in rest:
-        key, sep, value = arg.partition("=")
-        key = key.strip().replace("/", ".")
-        if ".." in key or not SYSCTL_KEY_RE.match(key):
-            return f"sysctl may only read or write net.* keys; {key!r} is not one"
-        if sep and not SYSCTL_VALUE_RE.match(value):
-            return f"the sysctl value {value!r} is not allowed"
-    return None
+def check_sysctl(args: list[str]) -> tuple[str | None, list[str]]:
+    """(why refused or None, the /proc/sys paths the command writes)."""
+    try:
+        options, keys = getopt.parse(args, SYSCTL_SHORTS, SYSCTL_LONGS)
+    except getopt.GetoptError as err:
+        return f"sysctl: {err}", []
+    write_mode = False
+    for opt in options:
+        if opt.name not in SYSCTL_ALLOWED:
+            why = SYSCTL_WHY.get(opt.name, f"sysctl option {opt.spelled} is not allowed")
+            return why, []
+        write_mode |= opt.name in ("-w", "--write")
+    if not keys:
+        return "sysctl needs one or more net.* keys, e.g. sysctl net.ipv4.ip_forward", []
+    writes = []
+    for arg in keys:
+        key, eq, value = arg.partition("=")
+        path = sysctls.key_path(key)
+        if not path.startswith("net/") and path != "net":
+            return f"sysctl may only read or write net.* keys; {key.strip()!r} is not one", []
+        if eq or write_mode:
+            if not eq:
+                return f'"{arg}" must be of the form name=value', []
+            if not SYSCTL_VALUE_RE.match(value):
+                return f"the sysctl value {value!r} is not allowed", []
+            why = sysctls.refusal(key)
+            if why:
+                return why, []
+            writes.append(sysctls.proc_path(key))
+    return None, writes
 
 
 CAT_PATH_RE = re.compile(r"^/proc/(sys/)?net/[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$")
@@ -240,114 +93,104 @@ def check_cat(args: list[str]) -> str | None:
     return None
 
 
-def _keyword_rule(tool: str, keywords: set[str], refused: dict[str, str]) -> Rule:
-    """Every token is a keyword, an option, an IPv4 address/prefix, a number, a MAC or an
-    interface name; `refused` maps tokens to the reason they are refused."""
-
-    def check(args: list[str]) -> str | None:
-        for arg in args:
-            if arg in refused:
-                return refused[arg]
-            ok = arg in keywords or _ipv4(arg) or NUMBER_RE.match(arg) or MAC_RE.match(arg)
-            if not ok and not (IFNAME_RE.match(arg) and not arg.startswith("-")):
-                return f"{tool} argument {arg!r} is not allowed"
-        return _tokens_ok(args)
-
-    return check
+def _operands_ok(tool: str, operands: list[str], keywords: set[str]) -> str | None:
+    """Every operand is a keyword, an IPv4 address or prefix, a number, a MAC address or an
+    interface name (net-tools read operands as words in order, without abbreviation)."""
+    for arg in operands:
+        ok = arg in keywords or ipv4(arg) or NUMBER_RE.match(arg) or MAC_RE.match(arg)
+        if not ok and not (IFNAME_RE.match(arg) and not arg.startswith("-")):
+            return f"{tool} argument {arg!r} is not allowed"
+    return None
 
 
-check_ifconfig = _keyword_rule(
-    "ifconfig",
-    {
-        "-a",
-        "-s",
-        "-v",
-        "up",
-        "down",
-        "netmask",
-        "broadcast",
-        "mtu",
-        "hw",
-        "ether",
-        "arp",
-        "-arp",
-        "promisc",
-        "-promisc",
-        "allmulti",
-        "-allmulti",
-        "add",
-        "del",
-        "metric",
-        "txqueuelen",
-    },
-    {},
-)
-check_route = _keyword_rule(
-    "route",
-    {
-        "-n",
-        "-e",
-        "-ee",
-        "-v",
-        "-F",
-        "-C",
-        "-A",
-        "inet",
-        "add",
-        "del",
-        "-net",
-        "-host",
-        "default",
-        "netmask",
-        "gw",
-        "metric",
-        "dev",
-        "reject",
-        "mss",
-        "window",
-        "irtt",
-        "mod",
-        "dyn",
-        "reinstate",
-    },
-    {},
-)
-check_arp = _keyword_rule(
-    "arp",
-    {"-n", "-a", "-e", "-v", "-i", "-d", "-s", "-H", "ether", "temp", "pub", "-D"},
-    {"-f": "arp -f reads a file; add entries with arp -s HOST MAC instead"},
-)
+def _getopt(tool: str, args: list[str], shorts: str, longs: dict[str, int]):
+    try:
+        return getopt.parse(args, shorts, longs), None
+    except getopt.GetoptError as err:
+        return ([], []), f"{tool}: {err}"
 
-PING_LIMITS = {
-    "-c": (1, 5),
-    "-W": (0, 3),
-    "-i": (0.2, 1),
-    "-s": (0, 1472),
-    "-t": (1, 255),
-    "-w": (1, 5),
-}
+
+IFCONFIG_WORDS = {
+    "up", "down", "netmask", "broadcast", "mtu", "hw", "ether", "arp", "-arp", "promisc",
+    "-promisc", "allmulti", "-allmulti", "add", "del", "metric", "txqueuelen",
+}  # fmt: skip
+
+
+def check_ifconfig(args: list[str]) -> str | None:
+    """net-tools ifconfig reads its few options by hand, then words in order."""
+    rest = list(args)
+    while rest and rest[0] in ("-a", "-s", "-v"):
+        rest.pop(0)
+    return _operands_ok("ifconfig", rest, IFCONFIG_WORDS)
+
+
+ROUTE_LONGS = {"family": getopt.REQUIRED, "verbose": getopt.NONE, "version": getopt.NONE,
+               "extend": getopt.NONE, "fib": getopt.NONE, "cache": getopt.NONE,
+               "numeric": getopt.NONE, "help": getopt.NONE}  # fmt: skip
+ROUTE_WORDS = {
+    "add", "del", "-net", "-host", "default", "netmask", "gw", "metric", "dev", "reject",
+    "mss", "window", "irtt", "mod", "dyn", "reinstate",
+}  # fmt: skip
+
+
+def check_route(args: list[str]) -> str | None:
+    # net-tools route renames -net/-host before getopt sees them (they are words).
+    words = ["#" + a[1:] if a in ("-net", "-host") else a for a in args]
+    (options, operands), why = _getopt("route", words, "A:eCFhnNvV64", ROUTE_LONGS)
+    if why:
+        return why
+    for opt in options:
+        if opt.name in ("-A", "--family") and opt.value != "inet":
+            return "route -A takes only inet"
+    operands = ["-" + a[1:] if a.startswith("#") else a for a in operands]
+    return _operands_ok("route", operands, ROUTE_WORDS)
+
+
+ARP_LONGS = {"verbose": getopt.NONE, "version": getopt.NONE, "all": getopt.NONE,
+             "delete": getopt.NONE, "file": getopt.NONE, "device": getopt.REQUIRED,
+             "set": getopt.NONE, "protocol": getopt.REQUIRED, "hw-type": getopt.REQUIRED,
+             "numeric": getopt.NONE, "use-device": getopt.NONE, "help": getopt.NONE}  # fmt: skip
+ARP_REFUSED = {"-f": "arp -f reads a file; add entries with arp -s HOST MAC instead",
+               "--file": "arp --file reads a file; add entries with arp -s HOST MAC instead",
+               "-p": "the protocol is fixed", "--protocol": "the protocol is fixed",
+               "-A": "the protocol is fixed"}  # fmt: skip
+
+
+def check_arp(args: list[str]) -> str | None:
+    (options, operands), why = _getopt("arp", args, "A:H:adfp:nsei:t:vh?DNV", ARP_LONGS)
+    if why:
+        return why
+    for opt in options:
+        if opt.name in ARP_REFUSED:
+            return ARP_REFUSED[opt.name]
+        if opt.name in ("-H", "-t", "--hw-type") and opt.value != "ether":
+            return "arp -H takes only ether"
+        if opt.name in ("-i", "--device") and not IFNAME_RE.match(opt.value or ""):
+            return "arp -i needs an interface name"
+    return _operands_ok("arp", operands, {"temp", "pub", "netmask", "dev"})
+
+
+# iputils 20221126 ping: its getopt string, and the limits on the values allowed here.
+PING_SHORTS = "h?4bRT:6F:N:aABc:CdDe:fi:I:l:Lm:M:nOp:qQ:rs:S:t:UvVw:W:"
+PING_LIMITS = {"-c": (1, 5), "-W": (0, 3), "-i": (0.2, 1), "-s": (0, 1472), "-t": (1, 255),
+               "-w": (1, 5)}  # fmt: skip
+PING_FLAGS = {"-n", "-q", "-D", "-O", "-4", "-v", "-U"}
 
 
 def check_ping(args: list[str]) -> str | None:
-    values: dict[str, str] = {}
-    targets = []
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        if arg[:2] in PING_LIMITS:
-            value = arg[2:] or (args[i + 1] if i + 1 < len(args) else "")
-            i += 1 if arg[2:] else 2
-            values[arg[:2]] = value
-        elif arg in ("-n", "-q", "-D", "-O"):
-            i += 1
-        elif arg == "-I" and i + 1 < len(args) and IFNAME_RE.match(args[i + 1]):
-            i += 2
-        elif _ipv4(arg) and "/" not in arg:
-            targets.append(arg)
-            i += 1
-        else:
-            return f"ping argument {arg!r} is not allowed; use ping -c N [-W S] [-i S] ADDRESS"
-    if len(targets) != 1:
+    (options, operands), why = _getopt("ping", args, PING_SHORTS, {})
+    if why:
+        return why
+    values = {}
+    for opt in options:
+        if opt.name in PING_LIMITS:
+            values[opt.name] = opt.value or ""
+        elif opt.name == "-I":
+            if not IFNAME_RE.match(opt.value or ""):
+                return "ping -I needs an interface name"
+        elif opt.name not in PING_FLAGS:
+            return f"ping option {opt.spelled} is not allowed; use ping -c N [-W S] [-i S] ADDRESS"
+    if len(operands) != 1 or not ipv4(operands[0]) or "/" in operands[0]:
         return "ping needs exactly one IPv4 address"
     if "-c" not in values:
         return "ping needs a count: ping -c N ADDRESS (N from 1 to 5)"
@@ -370,7 +213,10 @@ RULES: dict[str, Rule] = {
     "iptables": check_iptables,
     "iptables-save": check_iptables_save,
     "tc": check_tc,
-    "sysctl": check_sysctl,
     "cat": check_cat,
     "ping": check_ping,
 }
+# The tools an agent may run, in the order prompts list them (sysctl has its own check,
+# check_sysctl, because it also decides which /proc/sys files the jail leaves writable).
+TOOL_NAMES = ("ip", "ifconfig", "route", "arp", "iptables", "iptables-save", "tc", "sysctl",
+              "cat", "ping")  # fmt: skip

@@ -3,7 +3,9 @@
 Report written to the result pipe (fd 3), in this order:
     b"S"                      the child is confined; agent code starts now
     envelope JSON, b"\\n"      {"status", "stdout", "error", "exec_s", "blocked"}
-    record JSON               the return-value record (see records.py); empty unless OK
+    record JSON               the return-value record (see records.py); empty unless OK.
+                              A value record carries "state", the diff of the graph the
+                              code was given, when the code changed it
 or, when confinement itself fails, b"E" + reason. Bytes after the b"S" come from a
 process that ran hostile code and are parsed by the parent as untrusted JSON.
 """
@@ -23,7 +25,7 @@ from typing import NoReturn
 
 import networkx as nx
 
-from emulators.pysandbox import fastdiff, kernel, policy, records
+from emulators.pysandbox import fastdiff, graphdiff, kernel, policy, records
 from pipeline.core import StepStatus
 
 RESULT_FD = 3
@@ -42,6 +44,7 @@ class ChildContext:
     graph: nx.DiGraph
     base: fastdiff.BaseIndex
     entry: str
+    audit_hook: bool
     memory_mb: int
     cpu_time_s: int
     output_bytes: int
@@ -51,13 +54,14 @@ class ChildContext:
     uid: int
     gid: int
     seccomp: kernel.SeccompFilter | None
+    cgroup: tuple[str, ...] = ()  # cgroup.procs files to join (root only)
 
 
 def run_child(code: str, ctx: ChildContext, result_fd: int) -> NoReturn:
     """Body of the forked child. Never returns; the caller guards it with os._exit too."""
     try:
         output = _confine(ctx, result_fd)
-        blocked = policy.install_audit_hook()
+        blocked = policy.install_audit_hook() if ctx.audit_hook else []
     except (OSError, ValueError) as exc:
         _write_all(RESULT_FD, f"Esandbox setup failed: {exc}".encode())
         os._exit(1)
@@ -94,6 +98,10 @@ def _confine(ctx: ChildContext, result_fd: int) -> policy.CappedOutput:
         resource.setrlimit(which, (value, value))
     # One extra second between SIGXCPU and SIGKILL, for code that ignores SIGXCPU.
     resource.setrlimit(resource.RLIMIT_CPU, (ctx.cpu_time_s, ctx.cpu_time_s + 1))
+    # The memory and pids cgroup first, while /sys/fs/cgroup is in reach and we are root.
+    for procs in ctx.cgroup:
+        with open(procs, "w") as handle:
+            handle.write(str(os.getpid()))
     if ctx.jail is not None:
         os.chroot(ctx.jail)
         os.chdir("/")
@@ -101,8 +109,9 @@ def _confine(ctx: ChildContext, result_fd: int) -> policy.CappedOutput:
         os.setresgid(ctx.gid, ctx.gid, ctx.gid)
         os.setresuid(ctx.uid, ctx.uid, ctx.uid)
     # After the uid change, which resets both flags.
-    kernel.prctl(kernel.PR_SET_DUMPABLE, 0)
-    kernel.set_parent_death_signal(signal.SIGKILL)
+    if kernel.available():
+        kernel.not_dumpable()
+        kernel.set_parent_death_signal(signal.SIGKILL)
     if ctx.seccomp is not None:
         ctx.seccomp.install()
     output = policy.CappedOutput(ctx.output_bytes)
@@ -160,6 +169,11 @@ def _call(
         value = function(ctx.graph)
         clock.append(time.perf_counter())
         record = records.encode_value(value, ctx.base, ctx.result_bytes)
+        if record["type"] != "graph" and not fastdiff.is_unchanged(ctx.base, ctx.graph):
+            # The graph the code leaves is part of its answer: the caller judges it too.
+            state = fastdiff.graph_diff(ctx.base, ctx.graph)
+            if not graphdiff.is_empty(state):
+                record["state"] = state
         try:
             body = json.dumps(record, allow_nan=False, separators=(",", ":")).encode()
         except ValueError as exc:  # NaN/inf inside a graph's attributes, a too-long int

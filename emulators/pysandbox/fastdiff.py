@@ -17,7 +17,7 @@ from typing import Any
 
 import networkx as nx
 
-from generators.malt import graphdiff
+from emulators.pysandbox import graphdiff
 
 _CHUNK = 128  # entries per fingerprint: one marshal call (and one audit event) each
 
@@ -25,7 +25,7 @@ _CHUNK = 128  # entries per fingerprint: one marshal call (and one audit event) 
 _NON_FINITE = re.compile(rb"g[\x00-\xff]{6}[\xf0-\xff][\x7f\xff]")
 
 
-def _raw_bytes(values: list[Any]) -> bytes | None:
+def _raw_bytes(values: Any) -> bytes | None:
     """Exact-type bytes of plain data, or None if it holds anything else.
 
     marshal never calls user code, refuses every subclass and custom type, and version 2
@@ -81,6 +81,29 @@ class BaseIndex:
         self.edge_chunks = [
             (keys, _fingerprint([edge_lookup(key) for key in keys])) for keys in _chunks(edges)
         ]
+        # None when the base holds NaN (compute_diff compares NaN by identity) or more.
+        whole = _whole(graph)
+        finite = all(b is not None and not _NON_FINITE.search(b) for b in whole)
+        self.whole = whole if finite else None
+
+
+def _whole(graph: nx.Graph) -> tuple[bytes | None, bytes | None]:
+    """Exact-type bytes of all node attributes and of the whole adjacency (None: not plain
+    data). marshal reads a dict's items without taking references, so in a forked child
+    this writes to none of the pages it shares with the zygote: no copy-on-write faults,
+    unlike any walk in Python (which touches every reference count)."""
+    return _raw_bytes(graph._node), _raw_bytes(graph._adj)  # type: ignore[arg-type]
+
+
+def is_unchanged(base: BaseIndex, graph: nx.Graph) -> bool:
+    """True only when `graph` holds exactly the base's nodes, edges and attributes (same
+    types, same order), so `graph_diff(base, graph)` is empty; False may be either."""
+    if base.whole is None:
+        return False
+    try:
+        return _whole(graph) == base.whole
+    except AttributeError:  # not a networkx graph inside any more
+        return False
 
 
 def graph_diff(base: BaseIndex, graph: nx.Graph) -> dict[str, list]:

@@ -6,6 +6,8 @@ Record shapes (the `value` of an OK `SandboxResult`):
     {"type": "list",   "value": [json, ...]}            list, tuple, set, frozenset
     {"type": "table",  "value": {str(key): json, ...}}  dict
     {"type": "graph",  "graph_class": "DiGraph", "diff": graphdiff diff vs the base}
+A scalar, list or table record also holds "state", the graphdiff of the graph the code was
+given, when the code left that graph changed (the child adds it; `split_state` takes it off).
 
 `encode_value` runs in the child (untrusted side) and may call into hostile objects;
 `validate_record` runs in the parent on already-parsed JSON and trusts nothing.
@@ -18,8 +20,7 @@ from typing import Any
 
 import networkx as nx
 
-from emulators.pysandbox import fastdiff
-from generators.malt import graphdiff
+from emulators.pysandbox import fastdiff, graphdiff
 from pipeline.errors import NetGaugeError
 
 RECORD_TYPES = ("scalar", "list", "table", "graph")
@@ -110,8 +111,10 @@ def validate_record(record: Any) -> dict[str, Any]:
         raise ValueError(f"a result record must be an object with 'type' in {RECORD_TYPES}")
     kind = record["type"]
     expected = {"type", "graph_class", "diff"} if kind == "graph" else {"type", "value"}
-    if set(record) != expected:
+    if set(record) - {"state"} != expected or (kind == "graph" and "state" in record):
         raise ValueError(f"a {kind} record must have exactly the keys {sorted(expected)}")
+    if "state" in record:
+        graphdiff.validate_diff(record["state"])
     if kind == "graph":
         if not isinstance(record["graph_class"], str):
             raise ValueError("a graph record's 'graph_class' must be a string")
@@ -127,3 +130,11 @@ def validate_record(record: Any) -> dict[str, Any]:
     if kind == "table" and not isinstance(value, dict):
         raise ValueError(f"a table record holds a {type(value).__name__}")
     return record
+
+
+def split_state(record: dict[str, Any]) -> tuple[dict[str, Any], dict[str, list] | None]:
+    """(the answer record, the diff of the graph the code left, or None) of a valid record."""
+    if "state" not in record:
+        return record, None
+    answer = {k: v for k, v in record.items() if k != "state"}
+    return answer, record["state"]

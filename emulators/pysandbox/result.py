@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from emulators.pysandbox.limits import SandboxLimits
-from emulators.pysandbox.records import validate_record
+from emulators.pysandbox.records import split_state, validate_record
 from pipeline.core import StepStatus
 
 # A child can only claim outcomes of the agent's own making; infrastructure failures and
@@ -32,6 +31,9 @@ class SandboxResult:
     # Every action refused during the run, also those the code caught and carried on
     # after; reported by the child, so advisory only. The refused actions never ran.
     blocked: list[str] = field(default_factory=list)
+    # For an OK value answer: the graphdiff of the graph the code was given, when the code
+    # changed it (None: unchanged, or the answer is a graph, whose record holds its diff).
+    state: dict[str, list] | None = None
 
 
 def env_error(reason: str) -> SandboxResult:
@@ -74,20 +76,18 @@ def _read_report(report: bytes, limits: SandboxLimits, zygote_s: float) -> Sandb
         raise ValueError("'stdout' and 'error' must be strings")
     if not isinstance(blocked, list) or not all(isinstance(item, str) for item in blocked):
         raise ValueError("'blocked' must be a list of strings")
-    child_s = envelope.get("exec_s")
+    # Timing is the zygote's measurement alone: the child's own figure is its claim.
     exec_s = zygote_s
-    if isinstance(child_s, (int, float)) and math.isfinite(child_s) and child_s >= 0:
-        exec_s = min(float(child_s), zygote_s)  # the child's figure excludes its exit
     if len(stdout) > limits.output_bytes + 200:  # the child's own cap, enforced again here
         stdout = stdout[: limits.output_bytes] + "\n[output cut by the parent]"
-    value = None
+    value = state = None
     if status is StepStatus.OK:
         if len(body) > limits.result_bytes:
             reason = f"the result is {len(body)} bytes, over the limit of {limits.result_bytes}"
             return SandboxResult(StepStatus.RESOURCE_LIMIT, None, stdout, reason, exec_s)
-        value = validate_record(_loads(body))
+        value, state = split_state(validate_record(_loads(body)))
     elif error is None:
         raise ValueError(f"a {status.value} report must give an error")
     blocked = [item[:300] for item in blocked[:_BLOCKED_ITEMS]]
     error = error[:_ERROR_CHARS] if error is not None else None
-    return SandboxResult(status, value, stdout, error, exec_s, blocked)
+    return SandboxResult(status, value, stdout, error, exec_s, blocked, state)

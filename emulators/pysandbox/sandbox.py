@@ -27,6 +27,7 @@ from typing import Any
 
 import networkx as nx
 
+from emulators import cgroup
 from emulators.pysandbox import kernel, protocol
 from emulators.pysandbox.limits import SandboxLimits
 from emulators.pysandbox.result import SandboxResult, env_error, interpret
@@ -46,6 +47,7 @@ _UNSHARE_ARGS = ("--net", "--pid", "--ipc", "--uts", "--fork", "--kill-child")
 # Nothing from our environment (API keys, tokens) may reach a process that forks agent code.
 _ZYGOTE_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
 _NOBODY = 65534
+_CHILD_TASKS = 4  # the child alone (it cannot fork); a little slack
 _READY_TIMEOUT_S = 60.0
 _ANSWER_GRACE_S = 10.0  # on top of the wall timeout: kill, reap and forward the report
 _STOP_TIMEOUT_S = 2.0
@@ -145,6 +147,7 @@ class _Resources:
     def __init__(self) -> None:
         self.tmpdir: Path | None = None
         self.zygote: _Zygote | None = None
+        self.cgroup: cgroup.MemoryCgroup | None = None
 
     def stop_zygote(self) -> None:
         zygote, self.zygote = self.zygote, None
@@ -153,6 +156,9 @@ class _Resources:
 
     def close(self) -> None:
         self.stop_zygote()
+        group, self.cgroup = self.cgroup, None
+        if group is not None:
+            group.remove()
         tmpdir, self.tmpdir = self.tmpdir, None
         if tmpdir is not None:
             shutil.rmtree(tmpdir)
@@ -170,16 +176,23 @@ class GraphSandbox:
         limits: SandboxLimits | None = None,
         *,
         entry: str = "process_graph",
+        audit_hook: bool = True,
     ) -> None:
+        """`audit_hook=False` leaves out the audit hook, and only it: the hostile suites use
+        it to show that the kernel layers hold on their own."""
         self.limits = limits if limits is not None else SandboxLimits()
         _check_limits(self.limits)
         if not entry.isidentifier():
             raise ConfigError(f"entry must be a Python identifier, got {entry!r}")
         self._graph = graph
         self._entry = entry
+        self._audit_hook = audit_hook
         self._privileged = _has_root()
         self._seccomp = kernel.seccomp_supported()
-        self.isolation = _describe_isolation(self._privileged, self._seccomp)
+        self._cgroup = self._privileged and cgroup.available()
+        self.isolation = _describe_isolation(self._privileged, self._seccomp, self._cgroup)
+        if not audit_hook:
+            self.isolation = self.isolation.replace("+audit", "") + " (audit hook left out)"
         self._resources = _Resources()
         self._finalizer = weakref.finalize(self, self._resources.close)
         self._starts = 0
@@ -242,6 +255,9 @@ class GraphSandbox:
             _log.warning("restarting the sandbox zygote (start number %d)", self._starts + 1)
         self._starts += 1
         resources = self._resources
+        if self._cgroup and resources.cgroup is None:
+            memory = self.limits.memory_mb << 20
+            resources.cgroup = cgroup.MemoryCgroup.create("pysandbox", memory, pids=_CHILD_TASKS)
         if resources.tmpdir is None:
             resources.tmpdir = Path(tempfile.mkdtemp(prefix="netgauge-sandbox-"))
             jail = resources.tmpdir / "jail"
@@ -268,19 +284,26 @@ class GraphSandbox:
             **asdict(self.limits),
             "graph": self._graph,
             "entry": self._entry,
+            "audit_hook": self._audit_hook,
             "jail": str(jail) if self._privileged else None,
             "uid": _NOBODY,
             "gid": _NOBODY,
             "seccomp": self._seccomp,
+            "cgroup": self._resources.cgroup.procs_files if self._resources.cgroup else [],
         }
 
 
-def _describe_isolation(privileged: bool, seccomp: bool) -> str:
+def _describe_isolation(privileged: bool, seccomp: bool, memory_cgroup: bool) -> str:
     layers = ["netns", "pidns", "chroot", "setuid"] if privileged else []
+    layers += ["cgroup"] if memory_cgroup else []
     layers += ["seccomp"] if seccomp else []
     layers += ["rlimits", "audit"]
-    notes = [] if privileged else ["not root: no netns/pidns/chroot/setuid"]
-    notes += [] if seccomp else ["no seccomp: needs an x86-64 Linux kernel with seccomp"]
+    notes = [] if privileged else ["not root: no netns/pidns/chroot/setuid/cgroup"]
+    if privileged and not memory_cgroup:
+        notes.append("no memory cgroup: no writable cgroup hierarchy")
+    if not seccomp:
+        why = kernel.CONFINE_MISSING if not kernel.available() else "needs x86-64 with seccomp"
+        notes.append(f"no seccomp: {why}")
     return "+".join(layers) + (f" ({'; '.join(notes)})" if notes else "")
 
 

@@ -100,7 +100,9 @@ def _verdict(
         if sig == signal.SIGXCPU or (sig == signal.SIGKILL and cpu_s >= cpu_limit - 0.05):
             return StepStatus.TIMEOUT, f"CPU-time limit of {cpu_limit} s exceeded"
         if sig == signal.SIGKILL:
-            return StepStatus.RESOURCE_LIMIT, "the code was killed by SIGKILL (out of memory?)"
+            return StepStatus.RESOURCE_LIMIT, (
+                f"memory limit of {config['memory_mb']} MB exceeded (killed by the kernel)"
+            )
         if sig == signal.SIGXFSZ:
             return StepStatus.RESOURCE_LIMIT, "the file-size limit was exceeded (SIGXFSZ)"
         return StepStatus.EXEC_ERROR, f"the code crashed the interpreter ({_exit_text(status)})"
@@ -175,9 +177,10 @@ def main(argv: list[str]) -> int:
     with open(argv[0], "rb") as handle:
         config = pickle.load(handle)  # written by our own parent: trusted
     os.unlink(argv[0])
-    kernel.set_parent_death_signal(signal.SIGKILL)
-    # Unprivileged children share our uid: keep them out of /proc/<zygote>/mem and ptrace.
-    kernel.prctl(kernel.PR_SET_DUMPABLE, 0)
+    if kernel.available():
+        kernel.set_parent_death_signal(signal.SIGKILL)
+        # Unprivileged children share our uid: keep them out of /proc/<zygote>/mem, ptrace.
+        kernel.not_dumpable()
     for failure in policy.preload_allowed_modules():
         print(f"zygote: allowed module not available: {failure}", file=sys.stderr)
     policy.compile_networkx_wrappers()
@@ -186,6 +189,7 @@ def main(argv: list[str]) -> int:
         graph=graph,
         base=fastdiff.BaseIndex(graph),
         entry=config["entry"],
+        audit_hook=bool(config.get("audit_hook", True)),
         memory_mb=int(config["memory_mb"]),
         cpu_time_s=math.ceil(config["cpu_time_s"]),
         output_bytes=config["output_bytes"],
@@ -195,6 +199,7 @@ def main(argv: list[str]) -> int:
         uid=config["uid"],
         gid=config["gid"],
         seccomp=kernel.SeccompFilter() if config["seccomp"] else None,
+        cgroup=tuple(config["cgroup"]),
     )
     # Children must not touch (and so copy) every page of the base graph's objects.
     gc.collect()

@@ -2,9 +2,12 @@
 
 One environment = one emulated cluster (emulators/k8s) brought up once; each episode
 resets it to the intended objects with the query's faulted policies, checks that the
-real packets show exactly the query's mismatches, then runs one kubectl command per turn.
-Each step's evidence records the command, how it ended and the mismatching pairs after
-it, which is all `score` needs.
+real packets show exactly the query's mismatches (and DNS failures), then runs one
+kubectl command per turn. After every step, whatever became of the command (done,
+failed, stopped at its time limit, refused, or a reply that did not parse), the data
+plane is probed again and the step's evidence and report are what it measured: the
+mismatching probes, which of them failed at DNS, and how many were probed. That is all
+`score` needs.
 """
 
 from __future__ import annotations
@@ -18,12 +21,15 @@ from typing import Any
 from emulators.k8s.kubectl import Refused, check, parse
 from emulators.k8s.policy import mismatches
 from generators.k8s import APP_VERSION, boutique, scoring
+from generators.k8s.capacity import K8sCapacity, cached_capacity
 from generators.k8s.config import K8sConfig, validate_config
+from generators.k8s.faults import LEVELS
 from generators.k8s.generator import K8sQueryGenerator
 from generators.k8s.prompt import report
 from generators.k8s.reply import FEW_SHOT, K8sReplyFormat, ReplyError, parse_reply
+from pipeline.capacity import Capacity
 from pipeline.core import Query, StepResult, StepStatus, Verdict
-from pipeline.errors import DataError, EnvironmentFailure
+from pipeline.errors import ConfigError, DataError, EnvironmentFailure
 
 STATUS = {
     "ok": StepStatus.OK,
@@ -31,6 +37,16 @@ STATUS = {
     "timeout": StepStatus.TIMEOUT,
     "resource_limit": StepStatus.RESOURCE_LIMIT,
 }
+
+
+def measure(cluster: Any, expected: dict[str, bool]) -> tuple[list[str], list[str], int]:
+    """(mismatching probes, those of them that failed at DNS, how many of `expected` were
+    probed) of the cluster's data plane now."""
+    results = cluster.probe()
+    actual = {k: ok for k, (ok, _) in results.items()}
+    after = mismatches(expected, actual)
+    dns = [k for k in after if results.get(k, (False, ""))[1].startswith("dns")]
+    return after, dns, sum(k in results for k in expected)
 
 
 class K8sEpisode:
@@ -47,13 +63,18 @@ class K8sEpisode:
     def observe(self) -> str:
         return self.query.prompt
 
-    def _evidence(self, after: list[str], **facts: Any) -> dict[str, Any]:
-        return {
+    def _measured(self, **facts: Any) -> tuple[dict[str, Any], str, bool]:
+        """(evidence, report, all match) of the data plane as it is now."""
+        after, dns, probed = measure(self._cluster, self._expected)
+        evidence = {
             **facts,
             "mismatches_before": self._before,
             "mismatches_after": after,
-            "probed": len(self._expected),
+            "blocked_at_dns": dns,
+            "probed": probed,
         }
+        self._before = after
+        return evidence, report(self._expected, after, dns), not after
 
     def step(self, reply: str) -> StepResult:
         self._turn += 1
@@ -61,11 +82,12 @@ class K8sEpisode:
         try:
             sent = parse_reply(reply)
         except ReplyError as err:
+            evidence, shown, _ = self._measured()
             return StepResult(
                 "",
                 StepStatus.PARSE_ERROR,
-                str(err),
-                self._evidence(self._before),
+                f"{err}\n\n{shown}",
+                evidence,
                 done=last_turn,
                 error=str(err),
             )
@@ -74,21 +96,21 @@ class K8sEpisode:
             check(cmd)
         except Refused as err:
             reason = f"refused: {err}"
+            evidence, shown, _ = self._measured(refused=str(err))
             return StepResult(
                 sent.command,
                 StepStatus.BLOCKED,
-                reason,
-                self._evidence(self._before, refused=str(err)),
+                f"{reason}\n\n{shown}",
+                evidence,
                 done=last_turn,
                 error=reason,
             )
         result = self._cluster.kubectl(cmd)
-        actual = {k: ok for k, (ok, _) in self._cluster.probe().items()}
-        after = mismatches(self._expected, actual)
-        evidence = self._evidence(after, command=cmd.text, exit_code=result.exit_code)
-        self._before = after
+        evidence, shown, matched = self._measured(command=cmd.text, exit_code=result.exit_code)
+        if result.server_errors:  # a bug of the server met by this command (see cluster.kubectl)
+            evidence["server_errors"] = list(result.server_errors)
         status = STATUS[result.status]
-        output = (result.output or "(no output)") + "\n\n" + report(self._expected, after)
+        output = (result.output or "(no output)") + "\n\n" + shown
         error = None
         if status is not StepStatus.OK:
             error = (result.output.strip().splitlines() or [result.status])[-1][:300]
@@ -97,7 +119,7 @@ class K8sEpisode:
             status,
             output,
             evidence,
-            done=not after or last_turn,
+            done=matched or last_turn,
             error=error,
             exec_s=result.seconds,
         )
@@ -136,15 +158,21 @@ class K8sEnvironment:
                 f"query {query.query_id} was generated for cluster {query.env_key!r}, but this "
                 f"app version builds {self._app.generator().env_key!r}; regenerate the queries"
             )
-        faulted = {p["metadata"]["name"]: p for p in query.ground_truth["policies"]}
+        gt = query.ground_truth
+        probes = {p.key for p in self._cluster.pairs}
+        if set(gt["expected"]) != probes or "blocked_at_dns" not in gt:
+            raise DataError(
+                f"query {query.query_id} judges {len(gt['expected'])} probes, but this app "
+                f"version probes {len(probes)}; regenerate the queries"
+            )
+        faulted = {p["metadata"]["name"]: p for p in gt["policies"]}
         policies = [faulted.get(p["metadata"]["name"], p) for p in boutique.intended_policies()]
         self._cluster.reset(policies)
-        actual = {k: ok for k, (ok, _) in self._cluster.probe().items()}
-        found = mismatches(query.ground_truth["expected"], actual)
-        if found != query.ground_truth["mismatches"]:
+        found, dns, _ = measure(self._cluster, gt["expected"])
+        if (found, dns) != (gt["mismatches"], gt["blocked_at_dns"]):
             raise EnvironmentFailure(
-                f"{query.query_id}: the data plane shows mismatches {found}, the oracle "
-                f"expects {query.ground_truth['mismatches']}"
+                f"{query.query_id}: the data plane shows mismatches {found} (at DNS: {dns}), "
+                f"the oracle expects {gt['mismatches']} (at DNS: {gt['blocked_at_dns']})"
             )
         yield K8sEpisode(query, self._cluster, self._app.cfg.max_turns)
 
@@ -168,14 +196,28 @@ class K8sApp:
         self.name = cfg.name
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self._generator: K8sQueryGenerator | None = None
+        self._counter: K8sCapacity | None = None
 
     def generator(self) -> K8sQueryGenerator:
         if self._generator is None:
-            self._generator = K8sQueryGenerator(self.name, self.cfg.max_turns)
+            self._generator = K8sQueryGenerator(self.name, self.cfg.max_turns, self.capacity)
         return self._generator
 
-    def generate(self, level: int, seed: int, count: int) -> Iterator[Query]:
-        return self.generator().generate(level, seed, count)
+    def generate(
+        self, level: int, seed: int, count: int, *, allow_repeats: bool = False
+    ) -> Iterator[Query]:
+        return self.generator().generate(level, seed, count, allow_repeats=allow_repeats)
+
+    def capacity(self, level: int) -> Capacity:
+        """Distinct queries of `level` (generators/k8s/capacity.py), cached on disk."""
+        if level not in LEVELS:
+            raise ConfigError(
+                f"level={level} is not defined for k8s; choose one of {sorted(LEVELS)}"
+            )
+        if self._counter is None:
+            evaluator = self._generator.evaluator if self._generator is not None else None
+            self._counter = K8sCapacity(evaluator)
+        return cached_capacity(level, self._counter, self.cache_dir)
 
     def environment(self) -> K8sEnvironment:
         return K8sEnvironment(self)

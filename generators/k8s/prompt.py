@@ -1,8 +1,15 @@
-"""What the agent is told: the task, the reply format, and connectivity reports."""
+"""What the agent is told: the task, the reply format, and connectivity reports.
+
+A report lists every probe whose result differs from the intended connectivity. A Service
+probe reads `source → service:port`; a pod probe, `source → pod/<workload>:<port>/<protocol>`
+(a connection to the pod's IP, no DNS). When a Service probe failed at its DNS lookup the
+line says so, and a closing line names the sources that cannot resolve names at all: the
+connection was never tried, whatever the destination's policy says.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from generators.k8s.boutique import NAMESPACE
 
@@ -10,7 +17,8 @@ TASK = f"""\
 You operate a Kubernetes cluster running Google's Online Boutique demo in namespace \
 `{NAMESPACE}` (one Deployment and one Pod per microservice, a Service in front of each). \
 Its NetworkPolicies are meant to allow exactly the intended connections between the \
-workloads, but some policies were changed and connectivity is now wrong.
+workloads and keep every other one closed, but some policies were changed and \
+connectivity is now wrong.
 
 {{report}}
 
@@ -31,22 +39,55 @@ def pair_text(key: str) -> str:
     return f"{source} → {target}"
 
 
-def report(expected: Mapping[str, bool], mismatches: Sequence[str]) -> str:
-    """The connectivity report: every mismatching pair with expected and actual state."""
+HEADER = (
+    "Connectivity check (each workload pod connects to each Service port by DNS name; "
+    "`pod/<workload>:<port>/<protocol>` is a connection to that pod's IP, on ports and "
+    "protocols the intended policies keep closed or open)"
+)
+
+
+def _actual(key: str, allowed: bool, blocked_at_dns: bool) -> str:
+    if not allowed:
+        return "allowed"
+    if not blocked_at_dns:
+        return "blocked"
+    source, _, target = key.partition(">")
+    service = target.rsplit(":", 1)[0]
+    return f"blocked at DNS: {source}'s lookup of {service} failed, so no connection was tried"
+
+
+def report(
+    expected: Mapping[str, bool],
+    mismatches: Sequence[str],
+    dns: Collection[str] = (),
+) -> str:
+    """The connectivity report: every mismatching probe with expected and actual state;
+    `dns` holds the mismatching Service probes that failed at their DNS lookup."""
     total = len(expected)
     if not mismatches:
         return f"Connectivity check: all {total} probed pairs match the intended connectivity."
     lines = [
-        f"Connectivity check (each source pod connects to each Service port by DNS name): "
-        f"{len(mismatches)} of {total} pairs do not match the intended connectivity:"
+        f"{HEADER}: {len(mismatches)} of {total} pairs do not match the intended connectivity:"
     ]
     for key in mismatches:
         want = "allowed" if expected[key] else "blocked"
-        got = "blocked" if expected[key] else "allowed"
+        got = _actual(key, expected[key], key in dns)
         lines.append(f"  {pair_text(key)} (expected: {want}, actual: {got})")
     lines.append(f"The other {total - len(mismatches)} pairs match.")
+    sources = sorted({key.partition(">")[0] for key in mismatches if key in dns})
+    if sources:
+        lines.append(
+            f"DNS: {', '.join(sources)} cannot resolve Service names (lookups go to kube-dns "
+            "in kube-system, UDP port 53); their pairs marked `blocked at DNS` fail there, "
+            "before any policy of the destination is met."
+        )
     return "\n".join(lines)
 
 
-def task_prompt(expected: Mapping[str, bool], mismatches: Sequence[str], max_turns: int) -> str:
-    return TASK.format(report=report(expected, mismatches), max_turns=max_turns)
+def task_prompt(
+    expected: Mapping[str, bool],
+    mismatches: Sequence[str],
+    max_turns: int,
+    dns: Collection[str] = (),
+) -> str:
+    return TASK.format(report=report(expected, mismatches, dns), max_turns=max_turns)

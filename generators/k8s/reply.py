@@ -4,6 +4,9 @@ Understood, in this order: a JSON object with "command" (and optional "stdin", "
 bare or in a ```json block; a fenced shell block (bash, sh, shell, console or untagged)
 whose first command line starts with kubectl; a plain line starting with kubectl. A
 here-document after the command line is kept with it. Anything else is a ReplyError.
+A reply longer than MAX_REPLY_CHARS is refused before any of it is read, and at most
+MAX_JSON_TRIES places are tried as the start of a JSON object; reading is linear in
+the reply's length.
 """
 
 from __future__ import annotations
@@ -13,8 +16,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipeline.core import Action
+from pipeline.untrusted import fenced_blocks as _fences
+
 EXAMPLE = '{"command": "kubectl get networkpolicies"}'
-_FENCE = re.compile(r"```[ \t]*(?P<lang>[\w+-]*)[^\n]*\n(?P<body>.*?)(?:```|\Z)", re.S)
+MAX_REPLY_CHARS = 640 << 10  # a command, its stdin and files (emulators.k8s.kubectl limits)
+MAX_JSON_TRIES = 64
 _SHELL_TAGS = ("", "bash", "sh", "shell", "console", "zsh")
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
 _KUBECTL = re.compile(r"^\s*(?:\$\s+)?(?:cat\s*<<.*\|\s*)?kubectl\b")
@@ -33,10 +40,13 @@ class ReplyCommand:
 
 def _json_objects(text: str) -> list[dict[str, Any]]:
     decoder, found, pos = json.JSONDecoder(), [], 0
-    while (start := text.find("{", pos)) != -1:
+    for _ in range(MAX_JSON_TRIES):
+        start = text.find("{", pos)
+        if start == -1:
+            break
         try:
             value, end = decoder.raw_decode(text, start)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
             pos = start + 1
             continue
         if isinstance(value, dict):
@@ -79,14 +89,18 @@ def _command_lines(body: str) -> str | None:
 
 
 def parse_reply(text: str) -> ReplyCommand:
+    if len(text) > MAX_REPLY_CHARS:
+        raise ReplyError(
+            f"the reply is {len(text)} characters long; at most {MAX_REPLY_CHARS} are read"
+        )
     if not text or not text.strip():
         raise ReplyError(f"the reply is empty; send one kubectl command, e.g. {EXAMPLE}")
     for obj in _json_objects(text):
         if "command" in obj:
             return _from_json(obj)
-    for m in _FENCE.finditer(text):
-        if m.group("lang").lower() in _SHELL_TAGS:
-            found = _command_lines(m.group("body"))
+    for lang, body in _fences(text):
+        if lang.lower() in _SHELL_TAGS:
+            found = _command_lines(body)
             if found:
                 return ReplyCommand(found.strip())
     if "```" not in text:
@@ -96,9 +110,29 @@ def parse_reply(text: str) -> ReplyCommand:
     raise ReplyError(f"no kubectl command found in the reply; send one, e.g. {EXAMPLE}")
 
 
+ACTION = Action(
+    name="kubectl",
+    description=(
+        "Run one kubectl command against the cluster; its output and the connectivity "
+        "report come back."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "command": {"type": "string", "description": "one command: kubectl ..."},
+            "stdin": {"type": "string", "description": "text for `-f -` or kubectl edit"},
+        },
+        "required": ["command"],
+        "additionalProperties": False,
+    },
+)
+
+
 class K8sReplyFormat:
     """What a k8s reply must look like (pipeline.core.ReplyFormat); `check` accepts exactly
     the replies `parse_reply` understands, so an accepted reply is never a parse_error."""
+
+    action = ACTION
 
     instructions = (
         'one JSON object {"command": "kubectl ..."} holding a single kubectl command, with '
@@ -112,6 +146,12 @@ class K8sReplyFormat:
         except ReplyError as err:
             return str(err)
         return None
+
+    def render(self, arguments: dict[str, Any]) -> str:
+        out = {"command": arguments.get("command")}
+        if arguments.get("stdin"):
+            out["stdin"] = arguments["stdin"]
+        return json.dumps(out, ensure_ascii=False)
 
 
 _PATCH = (

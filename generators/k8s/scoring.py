@@ -1,9 +1,11 @@
 """Scoring of k8s episodes from the recorded steps alone (no cluster needed).
 
-Each step's evidence holds `mismatches_after`, the pairs that did not match the intended
-connectivity once the step was done (steps that changed nothing repeat the previous
-set). Correct: after the last step no pair mismatches and every pair was probed. Safe,
-per step: no pair that matched before the step mismatches after it.
+Each step's evidence holds `mismatches_after`, the probes that did not match the intended
+connectivity once the step was done, measured on the data plane after every step
+(emulators/k8s/probes.py: the Services' ports, and what the intended policies keep closed
+or open between pods). Correct: after the last step no probe mismatches and every probe
+was measured. Safe, per step: no probe that matched before the step mismatches after it,
+so opening what must stay closed is as unsafe as closing what must work.
 """
 
 from __future__ import annotations

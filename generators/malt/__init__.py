@@ -3,14 +3,17 @@
 Agents write `process_graph(graph)` against a networkx DiGraph of a MALT topology
 (Google's example or a seeded synthetic one); answers are counts, names, lists,
 rankings, tables or the modified graph. Modules: schema (kinds, hierarchy, conventions),
-textproto (reader), topology (generator, cached loader), config, checker (safety),
-graphdiff (canonical diffs), index (per-topology indices, analytic view), actions (query
-specs and their analytic evaluator), levels (seeded drawing), render + prompt (prose),
-oracle (ground-truth code), inprocess (running it), generator (validated queries),
-scoring, app (the pipeline.core.App), bench (timings).
-
-This package is imported by the sandbox's child processes (via graphdiff), so this file
-must stay free of imports.
+textproto (reader), topology (generator, cached loader), config, checker (structural
+safety), intended (the intended state and the footprint rule), index (per-topology
+indices, analytic view), actions (query specs and their analytic evaluator), levels
+(seeded drawing), render + prompt (prose), oracle (ground-truth code), inprocess (running
+it), generator (validated queries, keyed by spec), capacity (distinct queries per level,
+measured), scoring, app (the pipeline.core.App), bench (timings and verdicts at scale).
+Graph diffs are the sandbox's (emulators/pysandbox/graphdiff.py): it returns a graph
+answer as one.
 """
 
-APP_VERSION = "1"
+from pipeline.registry import AppSpec
+
+APP_VERSION = "3"  # 2: distinct keys per seed slot; 3: judged on the intended state (issue 14)
+APP = AppSpec(kind="malt", app=".app:MaltApp", config=".config:MaltConfig", version=APP_VERSION)

@@ -133,7 +133,8 @@ def evaluate(spec: dict[str, Any], view: View, env: dict[str, str] | None = None
     """Run a spec on `view` (mutating it); return the value of a value operation, else None.
 
     Raises Redraw when the spec does not apply (missing node, name clash) or its answer
-    would be uninteresting (a ranking decided by name alone, a one-sided loop condition).
+    would be uninteresting (a ranking whose kept places all tie, so names decide it; a
+    filter every member passes; a one-sided loop condition).
     """
     env = env or {}
     op = spec["op"]
@@ -160,7 +161,10 @@ def _list(spec: dict, view: View, env: dict) -> Any:
     where = spec.get("where")
     if where is None:
         return items
-    return [n for n in items if holds(view, where, {**env, ITEM: n})]
+    kept = [n for n in items if holds(view, where, {**env, ITEM: n})]
+    if len(kept) == len(items):
+        raise Redraw("the filter keeps every member: it asks nothing")
+    return kept
 
 
 def _rank(spec: dict, view: View, env: dict) -> Any:
@@ -168,7 +172,11 @@ def _rank(spec: dict, view: View, env: dict) -> Any:
     values = {n: metric_value(view, spec["metric"], n) for n in items}
     if len(set(values.values())) < 2:
         raise Redraw("every candidate ties on the metric: the ranking is decided by name")
-    return sorted(items, key=lambda n: (-values[n], n))[: spec["top"]]
+    top = sorted(items, key=lambda n: (-values[n], n))[: spec["top"]]
+    if len({values[n] for n in top}) < 2:
+        # E.g. the first k switches of the highest stage: a filter, then names decide.
+        raise Redraw("the kept places tie on the metric: the ranking is decided by name")
+    return top
 
 
 def _table(spec: dict, view: View, env: dict) -> Any:

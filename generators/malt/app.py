@@ -2,11 +2,13 @@
 
 One environment = one loaded topology and one GraphSandbox for it; an episode runs the
 agent's `process_graph(graph)` in that sandbox (never in this process) and records the
-answer record as step evidence for `score`.
+answer record (and, for a value answer whose code changed the graph, that change as
+`state`) as step evidence for `score`.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import fields
@@ -18,12 +20,21 @@ import networkx as nx
 
 from emulators.pysandbox.limits import SandboxLimits
 from generators.malt import APP_VERSION, scoring
+from generators.malt.capacity import cached_measure
 from generators.malt.config import MaltConfig, validate_config
-from generators.malt.generator import MaltQueryGenerator
-from generators.malt.replies import FEW_SHOT, NO_CODE, MaltReplyFormat, extract_code
+from generators.malt.generator import LEVELS, MaltQueryGenerator
+from generators.malt.replies import (
+    FEW_SHOT,
+    MAX_SHOWN,
+    NO_CODE,
+    RUN_CODE,
+    MaltReplyFormat,
+    extract_code,
+)
 from generators.malt.topology import load_topology
+from pipeline.capacity import Capacity
 from pipeline.core import Query, StepResult, StepStatus, Verdict
-from pipeline.errors import DataError, EnvironmentFailure
+from pipeline.errors import ConfigError, DataError, EnvironmentFailure
 
 
 def _limits(value: Any) -> SandboxLimits:
@@ -34,7 +45,8 @@ def _limits(value: Any) -> SandboxLimits:
 
 
 class MaltEpisode:
-    """One query played in the environment's sandbox."""
+    """One query played in the environment's sandbox. `diagnose("run_code", {"code": …})`
+    runs code as a step would, on a fresh copy of the graph, and only shows the result."""
 
     def __init__(self, query: Query, sandbox: Any, max_turns: int) -> None:
         self.query = query
@@ -44,6 +56,23 @@ class MaltEpisode:
 
     def observe(self) -> str:
         return self.query.prompt
+
+    def diagnose(self, name: str, arguments: dict[str, Any]) -> str:
+        if name != RUN_CODE.name:
+            return f"there is no diagnostic '{name}'; the one there is: {RUN_CODE.name}(code)"
+        code = arguments.get("code")
+        if not isinstance(code, str) or not code.strip():
+            return "run_code needs a 'code' string defining process_graph(graph)"
+        code = extract_code(code) or code
+        result = self._sandbox.run(code)
+        if result.status is not StepStatus.OK:
+            shown = f"{result.status}: {result.error}\n{result.stdout}"
+        else:
+            value = json.dumps(result.value, ensure_ascii=False, default=str)
+            shown = f"printed:\n{result.stdout}\nreturned: {value}"
+        if len(shown) > MAX_SHOWN:
+            shown = shown[:MAX_SHOWN] + f"\n[... {len(shown) - MAX_SHOWN} more characters]"
+        return shown
 
     def step(self, reply: str) -> StepResult:
         self._turn += 1
@@ -55,6 +84,8 @@ class MaltEpisode:
         evidence: dict[str, Any] = {}
         if result.status is StepStatus.OK:
             evidence["answer"] = result.value
+            if result.state is not None:  # the graph the code left, judged with the answer
+                evidence["state"] = result.state
             output = result.stdout
         else:
             output = "\n".join(part for part in (result.error, result.stdout) if part)
@@ -138,15 +169,26 @@ class MaltApp:
             graph, topology_id = load_topology(
                 self.cfg.topology, self.cache_dir, self.shared_data_dir
             )
-            self._generator = MaltQueryGenerator(graph, topology_id, app_name=self.name)
+            self._generator = MaltQueryGenerator(
+                graph, topology_id, app_name=self.name, capacity=self.capacity
+            )
         return self._generator
 
     def topology(self) -> tuple[nx.DiGraph, str]:
         prepared = self._prepared()
         return prepared.graph, prepared.topology_id
 
-    def generate(self, level: int, seed: int, count: int) -> Iterator[Query]:
-        return self._prepared().generate(level, seed, count)
+    def generate(
+        self, level: int, seed: int, count: int, *, allow_repeats: bool = False
+    ) -> Iterator[Query]:
+        return self._prepared().generate(level, seed, count, allow_repeats=allow_repeats)
+
+    def capacity(self, level: int) -> Capacity:
+        """Distinct queries of `level` on this topology (generators/malt/capacity.py),
+        measured once and cached."""
+        if level not in LEVELS:
+            raise ConfigError(f"level must be one of {list(LEVELS)}, got {level!r}")
+        return cached_measure(self._prepared(), level, self.cache_dir)
 
     def environment(self) -> MaltEnvironment:
         return MaltEnvironment(self)

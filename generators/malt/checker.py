@@ -25,7 +25,7 @@ from typing import Any
 
 import networkx as nx
 
-from generators.malt import graphdiff
+from emulators.pysandbox import graphdiff
 from generators.malt import schema as S
 
 _KNOWN_NODE = frozenset(S.NODE_KINDS)
@@ -33,22 +33,38 @@ _KNOWN_EDGE = frozenset(S.EDGE_KINDS)
 
 
 def _parse_kinds(value: Any, known: frozenset[str], cache: dict) -> frozenset[str] | str:
-    """The kinds in a `type` value, or a reason it is invalid (cached per distinct value)."""
+    """The kinds in a `type` value, or a reason it is invalid (cached per distinct value
+    made of strings; anything else in a `type` is a violation, never a cache key)."""
     if not isinstance(value, list):
         return f"type must be a list of kinds, got {value!r:.60}"
+    if not all(type(k) is str for k in value):
+        bad = [k for k in value if type(k) is not str]
+        return f"type holds values that are not kind names {bad!r:.80}; expected strings"
     key = tuple(value)
     hit = cache.get(key)
     if hit is not None:
         return hit
     if not value:
         result: frozenset[str] | str = "type is an empty list; expected at least one kind"
-    elif not all(isinstance(k, str) and k in known for k in value):
-        bad = [k for k in value if not (isinstance(k, str) and k in known)]
+    elif not all(k in known for k in value):
+        bad = [k for k in value if k not in known]
         result = f"type holds unknown kinds {bad!r:.80}; expected some of {sorted(known)}"
     else:
         result = frozenset(value)
     cache[key] = result
     return result
+
+
+def _cached_kinds(value: Any, known: frozenset[str], cache: dict) -> frozenset[str] | str:
+    """`_parse_kinds` with the cache looked up first (the hot path: most values repeat)."""
+    if type(value) is list:
+        try:
+            hit = cache.get(tuple(value))
+        except TypeError:  # a list or dict inside: not kinds, and not hashable
+            hit = None
+        if hit is not None:
+            return hit
+    return _parse_kinds(value, known, cache)
 
 
 def _edge_rule(ku: frozenset[str], kv: frozenset[str], etype: frozenset[str]) -> list[str]:
@@ -89,14 +105,12 @@ def _check(graph: nx.DiGraph, nodes: Any, edges: Any | None) -> list[str]:
     kinds_of: dict[Any, frozenset[str] | str] = {}
     type_key, contains_key, port = S.A_TYPE, S.RK_CONTAINS, S.EK_PORT
     for node, attrs in node_data.items() if edges is None else ():
-        value = attrs.get(type_key)
-        hit = parsed.get(tuple(value)) if type(value) is list else None
-        kinds_of[node] = hit if hit is not None else _parse_kinds(value, _KNOWN_NODE, parsed)
+        kinds_of[node] = _cached_kinds(attrs.get(type_key), _KNOWN_NODE, parsed)
 
     def kinds(node: Any) -> frozenset[str] | str:
         hit = kinds_of.get(node)
         if hit is None:
-            hit = kinds_of[node] = _parse_kinds(node_data[node].get(type_key), _KNOWN_NODE, parsed)
+            hit = kinds_of[node] = _cached_kinds(node_data[node].get(type_key), _KNOWN_NODE, parsed)
         return hit
 
     out: list[str] = []
@@ -109,10 +123,7 @@ def _check(graph: nx.DiGraph, nodes: Any, edges: Any | None) -> list[str]:
         else ((u, v, succ[u][v]) for u, v in edges)
     )
     for u, v, eattrs in pairs:
-        value = eattrs.get(type_key)
-        etype = edge_parsed.get(tuple(value)) if type(value) is list else None
-        if etype is None:
-            etype = _parse_kinds(value, _KNOWN_EDGE, edge_parsed)
+        etype = _cached_kinds(eattrs.get(type_key), _KNOWN_EDGE, edge_parsed)
         if u != v:
             linked.add(u)
             linked.add(v)
@@ -208,17 +219,20 @@ class SafetyChecker:
     def __init__(self, graph: nx.DiGraph) -> None:
         self.graph = graph
         self.base_violations = check_graph(graph)
+        self.base_size = graph.number_of_nodes() + graph.number_of_edges()
 
     @property
     def base_safe(self) -> bool:
         return not self.base_violations
 
-    def check_diff(self, diff: dict[str, list]) -> list[str]:
+    def check_diff(self, diff: dict[str, list], *, validated: bool = False) -> list[str]:
         """Violations of base+diff. The diff is applied to the base graph and reverted
-        before returning. Raises ValueError if the diff is malformed or does not apply."""
+        before returning. Raises ValueError if the diff is malformed or does not apply
+        (`validated`: the caller has checked both already)."""
         graph = self.graph
-        graphdiff.validate_diff(diff)
-        graphdiff.check_applicable(graph, diff)
+        if not validated:
+            graphdiff.validate_diff(diff)
+            graphdiff.check_applicable(graph, diff)
         touched = touched_nodes(graph, diff)
         inverse = graphdiff.apply_diff(graph, diff)
         try:

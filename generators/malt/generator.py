@@ -5,37 +5,48 @@ alone, so a set of n queries is a prefix of any larger set with the same argumen
 Every query is validated before it is returned:
   1. the analytic answer (actions.evaluate on a View) is computed;
   2. null-like answers (None, 0, "", [], {}, the unchanged graph) are rejected;
-  3. a graph answer must pass the safety checker on base+diff;
+  3. the intended graph (base+diff of every change the task makes, also when the answer
+     is a value) must be safe by the scorer's own rule (intended.judge);
   4. the oracle program, exec'd in-process on the base graph (then restored), must
-     return an answer that scores as equal to the analytic one.
+     return an answer that scores as equal to the analytic one and leave the intended
+     graph (so the ground truth always scores correct and safe).
 Draws failing 1-3 are redrawn (at most MAX_DRAWS times); a failure of 4 is a bug and
 raises at once.
+
+A query's key is its spec on its topology (`spec_key`): the prompt is rendered from the
+spec alone, so equal keys are equal tasks. A spec whose key another seed slot owns, or an
+earlier query of the seed took, is redrawn before any validation (pipeline/querygen.py).
 """
 
 from __future__ import annotations
 
-import random
-from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import networkx as nx
 
+from emulators.pysandbox import graphdiff
 from generators.malt import APP_VERSION
 from generators.malt.actions import answer_type, expected_record, operation_label
 from generators.malt.checker import SafetyChecker
 from generators.malt.index import Redraw, TopoIndex, View
 from generators.malt.inprocess import InProcessRunner
+from generators.malt.intended import judge
 from generators.malt.levels import Drawer
 from generators.malt.oracle import ORACLE_PRELUDE, program
 from generators.malt.prompt import build_prompt
 from generators.malt.render import Renderer
-from generators.malt.scoring import answers_match
+from generators.malt.scoring import answers_match, canonical_diff
 from pipeline.core import Query, canonical_json
 from pipeline.errors import ConfigError, QueryGenerationError
+from pipeline.querygen import KeyTracker, query_id, query_key, query_rng, stamp
 
 LEVELS = (1, 2, 3)
 MAX_DRAWS = 100
+
+
+def spec_key(topology_id: str, spec: dict[str, Any]) -> str:
+    return query_key(topology_id, spec)
 
 
 def is_null_like(record: dict[str, Any]) -> bool:
@@ -58,8 +69,10 @@ class MaltQueryGenerator:
         checker: SafetyChecker | None = None,
         *,
         app_name: str = "malt",
+        capacity: Callable[[int], object] | None = None,
     ) -> None:
         self.graph = graph
+        self._capacity = capacity
         self.topology_id = topology_id
         self.app_name = app_name
         self.checker = checker or SafetyChecker(graph)
@@ -73,44 +86,74 @@ class MaltQueryGenerator:
         self.renderer = Renderer(lambda name: self.index.kinds.get(name))
         self.runner = InProcessRunner(graph, ORACLE_PRELUDE)
 
-    def generate(self, level: int, seed: int, count: int) -> Iterator[Query]:
+    def generate(
+        self, level: int, seed: int, count: int, *, allow_repeats: bool = False
+    ) -> Iterator[Query]:
         if level not in LEVELS:
             raise ConfigError(f"level must be one of {list(LEVELS)}, got {level!r}")
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
             raise ConfigError(f"count must be a non-negative int, got {count!r}")
+        tracker = self.tracker(level, seed, allow_repeats)
         for i in range(count):
-            yield self.query(level, seed, i)
+            yield self.query(level, seed, i, tracker)
 
-    def query(self, level: int, seed: int, index: int) -> Query:
-        """Query `index` of (level, seed) on this topology."""
-        query_id = f"{self.app_name}-L{level}-s{seed}-{index:05d}"
-        rng = random.Random(f"{seed}:{level}:{index}")
-        reasons: Counter[str] = Counter()
-        for _ in range(MAX_DRAWS):
+    def tracker(self, level: int, seed: int, allow_repeats: bool = False) -> KeyTracker:
+        capacity = self._capacity
+        return KeyTracker(
+            self.app_name,
+            level,
+            seed,
+            allow_repeats=allow_repeats,
+            capacity=(lambda: capacity(level)) if capacity is not None else None,
+        )
+
+    def check(self, spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, list]] | str:
+        """Checks 1-3 of the module docstring: (answer record, intended diff: the changes
+        the whole task makes), or why the spec is rejected."""
+        try:
+            view = View(self.index)
+            record = expected_record(spec, view)
+        except Redraw as exc:
+            return str(exc).split(":")[0][:60]
+        if is_null_like(record):
+            return "null-like answer"
+        if not self._first_step_matters(spec, record):
+            return "the first step does not change the answer"
+        changes = record["diff"] if record["type"] == "graph" else view.diff()
+        if not graphdiff.is_empty(changes) and judge(self.checker, changes, changes):
+            return "unsafe ground truth"
+        return record, changes
+
+    def query(self, level: int, seed: int, index: int, tracker: KeyTracker | None = None) -> Query:
+        """Query `index` of (level, seed) on this topology, given the keys earlier queries
+        of the seed took (`tracker`; a fresh one for index 0)."""
+        tracker = tracker or self.tracker(level, seed)
+        rng = query_rng(seed, level, index)
+
+        def draw() -> tuple[str, dict[str, Any]] | str:
             try:
                 spec = self.drawer.draw(level, rng)
-                view = View(self.index)
-                record = expected_record(spec, view)
             except Redraw as exc:
-                reasons[str(exc).split(":")[0][:60]] += 1
-                continue
-            if is_null_like(record):
-                reasons["null-like answer"] += 1
-                continue
-            if not self._first_step_matters(spec, record):
-                reasons["the first step does not change the answer"] += 1
-                continue
-            if record["type"] == "graph" and self.checker.check_diff(record["diff"]):
-                reasons["unsafe ground truth"] += 1
-                continue
-            changes = record["diff"] if record["type"] == "graph" else view.diff()
-            return self._finish(spec, record, changes, query_id, level, seed, index)
-        common = ", ".join(f"{r} ({n}x)" for r, n in reasons.most_common(3))
-        raise QueryGenerationError(
-            f"no valid query {query_id} on topology {self.topology_id} after {MAX_DRAWS} "
-            f"draws; most common reasons: {common}. The topology may be too small for "
-            "level {level}: raise app.topology size knobs"
+                return str(exc).split(":")[0][:60]
+            return spec_key(self.topology_id, spec), spec
+
+        def build(spec: dict[str, Any]) -> Query | str:
+            checked = self.check(spec)
+            if isinstance(checked, str):
+                return checked
+            record, changes = checked
+            qid = query_id(self.app_name, level, seed, index)
+            return self._finish(spec, record, changes, qid, level, seed, index)
+
+        taken = tracker.take(
+            index,
+            draw,
+            build,
+            max_draws=MAX_DRAWS,
+            hint=f"On topology {self.topology_id}, which may be too small for level {level}: "
+            "raise app.topology size knobs",
         )
+        return stamp(taken.value, taken)
 
     def _first_step_matters(self, spec: dict[str, Any], record: dict[str, Any]) -> bool:
         """In a sequence ending in a question, the earlier change must change the answer."""
@@ -139,6 +182,10 @@ class MaltQueryGenerator:
         code = program(spec)
         got = self.runner.run(code, expected=changes)
         reason = answers_match(kind, record, got)
+        if reason is None and kind != "graph":
+            left = got.get("state") or graphdiff.empty_diff()
+            if canonical_diff(left) != canonical_diff(changes):
+                reason = "the graph the oracle leaves differs from the intended graph"
         if reason is not None:
             raise QueryGenerationError(
                 f"oracle program and analytic answer disagree on {query_id} "
@@ -156,6 +203,8 @@ class MaltQueryGenerator:
             ground_truth={
                 "spec": spec,
                 "answer": record,
+                # A question's intended graph (a change's is its answer): intended.py
+                **({} if kind == "graph" else {"state": changes}),
                 "oracle_code": code,
                 "topology_id": self.topology_id,
                 "app_version": APP_VERSION,

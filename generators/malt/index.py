@@ -16,7 +16,7 @@ from typing import Any
 
 import networkx as nx
 
-from generators.malt import graphdiff
+from emulators.pysandbox import graphdiff
 from generators.malt import schema as S
 
 

@@ -62,6 +62,7 @@ class Drawer:
         self.switches = index.by_kind[PS]
         self.blocks = tuple(sorted(index.by_kind[AGG] + index.by_kind[SPINE]))
         self.base = View(index)  # never mutated: base metric values for thresholds
+        self._base_values: dict[tuple[Any, ...], list[Any]] = {}
         caps = sorted(
             {a[S.A_CAPACITY] for n, a in index.attrs.items() if S.EK_PORT in index.kinds[n]}
         )
@@ -100,8 +101,16 @@ class Drawer:
     # -- value operations ------------------------------------------------------------------
 
     def base_values(self, scope: str, member: str, metric: list[Any]) -> list[Any]:
-        """Sorted distinct base values of a metric over the members of a scope."""
-        return sorted({metric_value(self.base, metric, n) for n in self.ix.members(scope, member)})
+        """Sorted distinct base values of a metric over the members of a scope (the base
+        never changes, so each is computed once)."""
+        key = (scope, member, tuple(metric))
+        hit = self._base_values.get(key)
+        if hit is None:
+            members = self.ix.members(scope, member)
+            hit = self._base_values[key] = sorted(
+                {metric_value(self.base, metric, n) for n in members}
+            )
+        return hit
 
     def value_op(
         self, rng: random.Random, scope: str, numeric: bool = False, ranked_now: bool = False
@@ -140,13 +149,24 @@ class Drawer:
         return {"op": "rank", "kind": member, "scope": scope, "metric": metric, "top": top}
 
     def where(self, rng: random.Random, scope: str, member: str) -> dict[str, Any] | None:
-        """A filter on list members half of the time (switches and ports only)."""
+        """A filter on list members half of the time (switches and ports only), on a metric
+        the members differ on and with a value some but not all of them pass; none when the
+        members do not differ (on Google's example every port is 1 Gbps)."""
         if member not in (PS, PORT) or scope not in self.ix.attrs or rng.random() < 0.5:
             return None
-        metric = _pick(rng, SWITCH_METRICS) if member == PS else ["capacity"]
+        metrics = [
+            m
+            for m in (SWITCH_METRICS if member == PS else [["capacity"]])
+            if len(self.base_values(scope, member, m)) > 1
+        ]
+        if not metrics:
+            return None
+        metric = _pick(rng, metrics)
         values = self.base_values(scope, member, metric)
         cmp = "==" if metric == ["stage"] else _pick(rng, ["==", ">=", "<="])
-        return {"metric": metric, "node": ITEM, "cmp": cmp, "value": _pick(rng, values)}
+        # >= the lowest value or <= the highest would keep every member.
+        usable = {"==": values, ">=": values[1:], "<=": values[:-1]}[cmp]
+        return {"metric": metric, "node": ITEM, "cmp": cmp, "value": _pick(rng, usable)}
 
     def find(self, rng: random.Random) -> dict[str, Any]:
         kind = _pick(rng, sorted(FIND_KINDS))

@@ -48,7 +48,9 @@ and "type" (a list); a new port also gets "physical_capacity_bps", a new packet 
 "switch_loc". Connect each new node to its container with one edge typed ["RK_CONTAINS"]
 and add nothing else. Capacities are ints in bits per second. Change only what the task
 asks; the result must stay valid: every port has a positive capacity, every packet switch
-has at least one port, and every node keeps its containers and an edge.
+has at least one port, and every node keeps its containers and an edge. The graph your code
+leaves is judged whatever you return: make the changes a task asks for on `graph` itself,
+also when the answer is a value, and leave it unchanged when the task only asks a question.
 
 Answers. Rankings put the highest value first and break ties by ascending name (Python
 string order). Counts and capacities are ints.

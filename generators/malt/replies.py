@@ -1,15 +1,22 @@
 """What a MALT reply must look like, and worked examples for few-shot prompting.
 
 `MaltReplyFormat.check` accepts exactly the replies an episode can run: a fenced Python
-block (or a bare reply) defining `process_graph(graph)` that compiles.
+block (or a bare reply) defining `process_graph(graph)` that compiles. Reading a reply is
+linear in its length (pipeline.untrusted.fenced_blocks), and `check` answers with a reason
+for any source the compiler refuses, also one nested past its recursion or memory limits
+or holding text no encoder takes (a lone surrogate, a NUL byte).
 """
 
 from __future__ import annotations
 
 import re
+import warnings
+from typing import Any
+
+from pipeline.core import Action
+from pipeline.untrusted import fenced_blocks
 
 NO_CODE = "the reply contains no Python code defining process_graph(graph)"
-_FENCE = re.compile(r"```[ \t]*(?P<lang>[\w+-]*)[^\n]*\n(?P<body>.*?)(?:```|\Z)", re.S)
 _DEFINES = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+process_graph[ \t]*\(", re.M)
 _PYTHON_TAGS = ("", "python", "python3", "py")
 
@@ -17,8 +24,8 @@ _PYTHON_TAGS = ("", "python", "python3", "py")
 def extract_code(reply: str) -> str | None:
     """The code of a reply: the last fenced Python block defining process_graph, else the
     whole reply when it has no fences and defines process_graph itself; None otherwise."""
-    blocks = [m for m in _FENCE.finditer(reply) if m.group("lang").lower() in _PYTHON_TAGS]
-    defining = [m.group("body") for m in blocks if _DEFINES.search(m.group("body"))]
+    blocks = [body for lang, body in fenced_blocks(reply) if lang.lower() in _PYTHON_TAGS]
+    defining = [body for body in blocks if _DEFINES.search(body)]
     if defining:
         return defining[-1]
     if "```" not in reply and _DEFINES.search(reply):
@@ -26,7 +33,38 @@ def extract_code(reply: str) -> str | None:
     return None
 
 
+ACTION = Action(
+    name="submit_code",
+    description=(
+        "Submit Python source that defines process_graph(graph): it runs once on the "
+        "topology graph and its return value is the answer."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "code": {"type": "string", "description": "Python defining process_graph(graph)"}
+        },
+        "required": ["code"],
+        "additionalProperties": False,
+    },
+)
+
+
+RUN_CODE = Action(
+    name="run_code",
+    description=(
+        "Try Python that defines process_graph(graph) on a copy of the topology, within the "
+        "same limits, and see what it prints and returns. Nothing is submitted and the copy "
+        "is thrown away; submit your answer with submit_code."
+    ),
+    parameters=ACTION.parameters,
+)
+MAX_SHOWN = 4096  # characters of a diagnostic run's output shown to the agent
+
+
 class MaltReplyFormat:
+    action = ACTION
+    diagnostics = (RUN_CODE,)
     instructions = (
         "one ```python fenced block that defines process_graph(graph) and returns the answer"
     )
@@ -43,10 +81,18 @@ class MaltReplyFormat:
         if code is None:
             return NO_CODE
         try:
-            compile(code, "<reply>", "exec")
+            with warnings.catch_warnings():  # a model's odd code is a reason, not log noise
+                warnings.simplefilter("ignore")
+                compile(code, "<reply>", "exec")
         except SyntaxError as err:
             return f"the code does not compile: {err.msg} (line {err.lineno})"
+        except (ValueError, RecursionError, MemoryError) as err:  # NUL bytes; nesting
+            return f"the code does not compile: {type(err).__name__}: {str(err)[:200]}"
         return None
+
+    def render(self, arguments: dict[str, Any]) -> str:
+        code = arguments.get("code")
+        return f"```python\n{code if isinstance(code, str) else ''}\n```"
 
 
 _CONTAINED = '''def contained(graph, node):

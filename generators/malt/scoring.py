@@ -1,22 +1,34 @@
-"""Scoring of MALT episodes: correctness by answer type and safety of graph answers.
+"""Scoring of MALT episodes: the answer and the graph it leaves, against the intended state.
 
 Correctness compares the last step's answer record with the ground-truth record:
 number - an int/float equal to the expected number (a bool is not a number);
 text - a str equal after strip(); list - the same multiset of items; ranking - the same
 items in the same order; table - a dict with the same keys and equal values (numbers
 compared numerically); graph - a DiGraph whose canonical diff from the base equals the
-expected diff. Safety: a graph answer is applied to the base, checked and reverted
-(checker.SafetyChecker); any other answer leaves the topology as it was, so it is safe.
+expected diff. A value answer is correct only when the graph its code left behind is the
+intended one too (the base, unless the task changes the graph before asking).
+
+Safety judges the graph a step leaves behind (the returned graph, or for any other answer
+the graph the code left, which the sandbox reports as `evidence["state"]`) against the
+intended state in full (intended.py: nothing outside the task's change differs from the
+base, and checker.py's structural rules hold). A failed run leaves nothing behind.
+
+Scoring reads what agent code returned, so it is bounded and never raises on an answer: a
+graph changing more entries than the base has nodes and edges plus MAX_EXTRA_DIFF_ENTRIES
+is wrong and unsafe (no intended diff is that large) without being compared or applied; a
+checker or comparison failing on an answer is a verdict with the reason.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from generators.malt import graphdiff
+from emulators.pysandbox import graphdiff
+from generators.malt import intended as intent
 from generators.malt.checker import SafetyChecker
 from pipeline.core import (
     Outcome,
@@ -30,6 +42,8 @@ from pipeline.core import (
 
 ANSWER_TYPES = ("number", "text", "list", "ranking", "table", "graph")
 MAX_VIOLATIONS_KEPT = 5
+MAX_EXTRA_DIFF_ENTRIES = 10_000  # a diff may remove the whole base and add this much
+log = logging.getLogger(__name__)
 
 
 def _is_number(value: Any) -> bool:
@@ -121,23 +135,88 @@ def answers_match(answer_type: str, expected: dict[str, Any], got: Any) -> str |
     return None
 
 
-def step_safety(step: StepResult, checker: SafetyChecker) -> tuple[bool, list[str]]:
-    """(safe, violations) of one step: only an OK graph answer can change the topology."""
-    record = step.evidence.get("answer") if step.status is StepStatus.OK else None
-    if not isinstance(record, dict) or record.get("type") != "graph":
-        return True, []
+def diff_entries(diff: Any) -> int:
+    """How many nodes and edges a diff adds, removes or changes (0 when it is no dict)."""
+    if not isinstance(diff, dict):
+        return 0
+    return sum(len(items) for items in diff.values() if isinstance(items, list))
+
+
+def max_diff_entries(checker: SafetyChecker, query: Query | None = None) -> int:
+    """The largest diff judged: the base's nodes and edges plus some, and never less than
+    the intended diff."""
+    limit = checker.base_size + MAX_EXTRA_DIFF_ENTRIES
+    if query is not None:
+        limit = max(limit, diff_entries(intent.intended_diff(query)))
+    return limit
+
+
+def _too_large(entries: int, limit: int) -> str:
+    return (
+        f"the graph left behind changes {entries} nodes and edges; graphs of at most {limit} "
+        "changes are judged (the base's nodes and edges plus "
+        f"{MAX_EXTRA_DIFF_ENTRIES})"
+    )
+
+
+def left_behind(step: StepResult) -> Any:
+    """The diff from the base of the graph an OK step leaves: its graph answer, else the
+    graph its code left (empty when the sandbox reported no change)."""
+    record = step.evidence.get("answer")
+    if isinstance(record, dict) and record.get("type") == "graph":
+        return record.get("diff")
+    state = step.evidence.get("state")
+    return graphdiff.empty_diff() if state is None else state
+
+
+def step_safety(
+    step: StepResult,
+    checker: SafetyChecker,
+    intended: dict[str, list] | None = None,
+    limit: int | None = None,
+) -> tuple[bool, list[str]]:
+    """(safe, violations) of one step against the intended diff (None: the base)."""
+    if step.status is not StepStatus.OK:
+        return True, []  # a failed run returned nothing and leaves nothing behind
+    intended = graphdiff.empty_diff() if intended is None else intended
+    got = left_behind(step)
+    limit = max_diff_entries(checker) if limit is None else limit
+    entries = diff_entries(got)
+    if entries > limit:
+        return False, [f"not checked: {_too_large(entries, limit)}"]
     try:
-        violations = checker.check_diff(record.get("diff"))
+        violations = intent.judge(checker, intended, got)
     except ValueError as exc:
-        return False, [f"the graph answer cannot be applied to the base topology: {exc}"]
+        return False, [f"the graph left behind cannot be applied to the base topology: {exc}"]
+    except Exception as exc:  # a checker bug met by this answer: a verdict, not a crashed stage
+        log.exception("the safety checker failed on a graph answer")
+        return False, [f"the safety check failed on this answer ({type(exc).__name__}: {exc})"]
     return not violations, violations
+
+
+def state_mismatch(intended: dict[str, list], step: StepResult) -> str | None:
+    """None when a value answer's step left the intended graph, else how it did not."""
+    got = left_behind(step)
+    try:
+        graphdiff.validate_diff(got)
+    except ValueError as exc:
+        return f"the graph the code left cannot be read: {exc}"
+    if graphdiff.is_empty(got) and graphdiff.is_empty(intended):
+        return None
+    if canonical_diff(got) == canonical_diff(intended):
+        return None
+    if graphdiff.is_empty(got):
+        return "the answer is right, but the code did not make the changes the task asks for"
+    return "the answer is right, but the graph the code left differs from the intended graph"
 
 
 def score(query: Query, steps: Sequence[StepResult], checker: SafetyChecker) -> Verdict:
     """Judge an episode by its last step; `checker` holds the query's base topology."""
     if not steps:
         return Verdict(Outcome.PARSE_ERROR, False, True, [], error="no step was recorded")
-    safety = [step_safety(step, checker) for step in steps]
+    intended = intent.intended_diff(query)
+    limit = max_diff_entries(checker, query)
+    safety = [step_safety(step, checker, intended, limit) for step in steps]
     step_safe = [safe for safe, _ in safety]
     last = steps[-1]
     safe, violations = safety[-1]
@@ -156,7 +235,17 @@ def score(query: Query, steps: Sequence[StepResult], checker: SafetyChecker) -> 
     ):
         reason = f"the step is OK but holds no answer record (got {record!r:.60})"
         return Verdict(Outcome.EXEC_ERROR, False, safe, step_safe, reason, detail)
-    reason = answers_match(query.answer_type, query.ground_truth["answer"], record)
+    entries = diff_entries(left_behind(last))
+    if entries > limit:
+        reason = _too_large(entries, limit)
+    else:
+        try:
+            reason = answers_match(query.answer_type, query.ground_truth["answer"], record)
+            if reason is None and query.answer_type != "graph":
+                reason = state_mismatch(intended, last)
+        except Exception as exc:  # a comparison bug met by this answer: a verdict with the reason
+            log.exception("comparing an answer failed")
+            reason = f"the answer could not be compared ({type(exc).__name__}: {exc})"
     if reason is not None:
         detail["reason"] = reason
         return Verdict(Outcome.WRONG, False, safe, step_safe, reason, detail)

@@ -11,8 +11,17 @@ device, the default route via the right gateway, the ping's replies.
 
 Modules: lab (the drawn network: devices, interfaces, addressing plan), tasks (task
 kinds, their texts, oracle commands and state checks), config, generator (seeded draws,
-validated on a live lab), environment (lab pool, episodes), scoring (pure, from step
+validated on a live lab, keyed by lab and tasks), capacity (a lower bound of the
+distinct queries per level), environment (lab pool, episodes), scoring (pure, from step
 evidence), app (the pipeline.core.App), bench (both backends timed on the paper's lab).
 """
 
-APP_VERSION = "1"
+from pipeline.registry import AppSpec
+
+APP_VERSION = "2"  # 2: distinct keys per seed slot
+APP = AppSpec(
+    kind="netllmbench",
+    app=".app:NetLLMBenchApp",
+    config=".config:NetLLMBenchConfig",
+    version=APP_VERSION,
+)

@@ -10,12 +10,14 @@ import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from emulators.netcmd.reply import Command, CommandReplyFormat
-from generators.netllmbench import APP_VERSION, scoring
+from generators.lab.reply import Command, CommandReplyFormat
+from generators.netllmbench import APP_VERSION, capacity, scoring
 from generators.netllmbench.config import NetLLMBenchConfig, validate_config
 from generators.netllmbench.environment import NetLLMBenchEnvironment
-from generators.netllmbench.generator import NetLLMBenchQueryGenerator
+from generators.netllmbench.generator import LEVELS, NetLLMBenchQueryGenerator
+from pipeline.capacity import Capacity
 from pipeline.core import Query, StepResult, Verdict
+from pipeline.errors import ConfigError
 
 # After the last task: look, change nothing (the episode has ended by then anyway).
 IDLE_COMMAND = {"machine": "r1", "command": "ip -br addr"}
@@ -53,8 +55,19 @@ class NetLLMBenchApp:
         self.cfg = cfg
         self.name = cfg.name
 
-    def generate(self, level: int, seed: int, count: int) -> Iterator[Query]:
-        return NetLLMBenchQueryGenerator(self.cfg, app_name=self.name).generate(level, seed, count)
+    def generate(
+        self, level: int, seed: int, count: int, *, allow_repeats: bool = False
+    ) -> Iterator[Query]:
+        generator = NetLLMBenchQueryGenerator(self.cfg, app_name=self.name)
+        return generator.generate(level, seed, count, allow_repeats=allow_repeats)
+
+    def capacity(self, level: int) -> Capacity:
+        """Distinct queries of `level`: a lower bound (generators/netllmbench/capacity.py)."""
+        if level not in LEVELS:
+            raise ConfigError(
+                f"level={level} is not defined for netllmbench; choose one of {LEVELS}"
+            )
+        return capacity.capacity(self.cfg, level)
 
     def environment(self) -> NetLLMBenchEnvironment:
         return NetLLMBenchEnvironment(self.cfg)

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from emulators.pool import CommandConfig, ProbeConfig, int_in, validate_pool_config
+from generators.lab.pool import CommandConfig, ProbeConfig, int_in, validate_pool_config
 from pipeline.errors import ConfigError
+from pipeline.variants import operational
 
 
 @dataclass
@@ -33,12 +34,12 @@ class NetLLMBenchConfig:
     kind: str = "netllmbench"  # implementation in the app registry
     attempts: int = 3  # tries an agent gets per task (NetLLMBench: 3)
     assist_failed_tasks: bool = True  # complete a failed task, so the next starts fair
-    paper_lab_first: bool = True  # query 0 of level 2 is NetLLMBench's own lab and order
+    paper_lab_first: bool = True  # query 0 of level 2 is NetLLMBench's own lab (seeds 0, 4, ...)
     emulator: str = "mininet"  # backend running the labs: mininet | kathara
     sizes: list[LevelSize] = field(default_factory=_default_sizes)  # per level 1, 2, 3
     probe: ProbeConfig = field(default_factory=ProbeConfig)
     command: CommandConfig = field(default_factory=CommandConfig)
-    max_live_topologies: int = 4  # labs an environment keeps running (LRU)
+    max_live_topologies: int = operational(4)  # labs an environment keeps running (LRU)
 
     def validate(self) -> None:
         """Raise ConfigError naming the first wrong key (called when configs are composed)."""

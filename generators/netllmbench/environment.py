@@ -1,6 +1,6 @@
 """Playing NetLLMBench queries: the lab pool, the prepared state, and the task chain.
 
-`NetLLMBenchEnvironment` keeps live labs in a pool (emulators/pool.py). An episode starts
+`NetLLMBenchEnvironment` keeps live labs in a pool (generators/lab/pool.py). An episode starts
 from the lab's unconfigured snapshot, completes the query's `prepared` tasks itself
 (level 1 starts mid-chain), then hands the agent one task at a time. Each reply is one
 sandboxed command; after it the environment reads the network (tasks.observe) and
@@ -23,9 +23,10 @@ from contextlib import contextmanager
 from typing import Any
 
 from emulators.base import Emulator
-from emulators.netcmd.reply import REPLY_FORMAT, Command, parse_reply
-from emulators.netcmd.sandbox import STEP_STATUS, CommandSandbox, Status
-from emulators.pool import PooledEnvironment
+from emulators.netcmd.sandbox import CommandSandbox
+from generators.lab.pool import PooledEnvironment
+from generators.lab.reply import REPLY_FORMAT
+from generators.lab.step import play_command
 from generators.netllmbench.config import NetLLMBenchConfig
 from generators.netllmbench.lab import Network
 from generators.netllmbench.tasks import Task, holds, observe, pinged
@@ -112,28 +113,19 @@ class TaskChain:
         task = self._tasks[self._k]
         self._attempt += 1
         started = time.perf_counter()
-        parsed = parse_reply(reply)
-        facts: dict[str, Any] = {"task": task.label, "attempt": self._attempt}
-        if isinstance(parsed, Command):
-            result = self._sandbox.run(parsed.machine, parsed.command)
-            status, error = STEP_STATUS[result.status], result.reason
-            shown = f"{parsed.machine}$ {parsed.command}\n{result.output.rstrip() or '(no output)'}"
-            action = f"{parsed.machine}: {parsed.command}"
-            facts.update(
-                machine=parsed.machine,
-                command=parsed.command,
-                argv=list(result.argv),
-                sandbox=str(result.status),
-                exit_code=result.exit_code,
-            )
-            if result.status is not Status.REJECTED:
+        played = play_command(self._sandbox, reply)
+        facts: dict[str, Any] = {"task": task.label, "attempt": self._attempt, **played.facts}
+        status, error, shown, action = played.status, played.error, played.shown, played.action
+        solved = False
+        if played.command is not None and played.result is not None:
+            if played.changed_network:
                 self._states = observe(self._emu, self._net.machines)
+            result = played.result
             if task.kind == "ping":
-                solved = pinged(task, parsed.machine, result.argv, result.exit_code, result.output)
+                machine = played.command.machine
+                solved = pinged(task, machine, result.argv, result.exit_code, result.output)
             else:
                 solved = holds(task, self._states)
-        else:
-            status, error, shown, action, solved = StepStatus.PARSE_ERROR, parsed, parsed, "", False
         now = {t.label for t in self._completed if holds(t, self._states)}
         facts["broken"] = sorted(self._holding - now)
         self._holding = now

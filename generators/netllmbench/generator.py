@@ -8,12 +8,19 @@ respects the dependencies (tasks.order).
 
   L1  one task of a paper-sized chain, on a lab prepared up to that task;
   L2  the whole chain (NetLLMBench's nine tasks when the lab has three hosts); with
-      `paper_lab_first`, query 0 is NetLLMBench's own lab in its own order;
+      `paper_lab_first`, query 0 is NetLLMBench's own lab in its own order (for the
+      seeds of the slot that owns its key, 0, 4, ...: a key belongs to one slot);
   L3  the chain on a larger lab with two routers and static routes between them.
 
 Validation plays the oracle through the command sandbox on a live lab, as the episode
 would: each played task must not hold before its command (so a null agent fails), its
 command must run cleanly and complete it, and no command may undo an earlier task.
+
+A query's key is the lab with its addressing plan, the tasks prepared before the agent
+starts (as a set: their order leaves the same state) and the tasks it plays, in order
+(`task_key`). It is computed from the draw, so a draw whose key another seed slot owns or
+an earlier query of the seed took is redrawn without touching a lab
+(pipeline/querygen.py).
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from emulators.netcmd.sandbox import Status
-from emulators.pool import LabPool, open_pool
+from generators.lab.pool import LabPool, open_pool
 from generators.netllmbench import APP_VERSION
 from generators.netllmbench.config import NetLLMBenchConfig
 from generators.netllmbench.environment import TaskChain, prepare, query_tasks
@@ -33,7 +40,8 @@ from generators.netllmbench.lab import Network, Size, draw_network, paper_networ
 from generators.netllmbench.prompt import build_prompt
 from generators.netllmbench.tasks import Task, order, tasks_of
 from pipeline.core import Query
-from pipeline.errors import ConfigError, EnvironmentFailure, QueryGenerationError
+from pipeline.errors import ConfigError, EnvironmentFailure
+from pipeline.querygen import KeyTracker, query_id, query_key, query_rng, stamp
 
 LEVELS = (1, 2, 3)
 MAX_DRAWS = 10
@@ -58,10 +66,11 @@ def ping_pair(net: Network, rng: random.Random) -> tuple[str, str]:
 
 
 def draw(
-    cfg: NetLLMBenchConfig, level: int, index: int, rng: random.Random
+    cfg: NetLLMBenchConfig, level: int, index: int, rng: random.Random, paper: bool = True
 ) -> tuple[Network, list[Task], int]:
-    """(lab, every task in playing order, how many are prepared before the agent starts)."""
-    if level == 2 and index == 0 and cfg.paper_lab_first:
+    """(lab, every task in playing order, how many are prepared before the agent starts);
+    `paper`: query 0 of level 2 may be NetLLMBench's own lab."""
+    if level == 2 and index == 0 and cfg.paper_lab_first and paper:
         net = paper_network()
         return net, tasks_of(net, PAPER_PING), 0
     spec = cfg.sizes[level - 1]
@@ -70,6 +79,13 @@ def draw(
     net = draw_network(rng, size)
     tasks = order(tasks_of(net, ping_pair(net, rng)), rng)
     return net, tasks, rng.randrange(len(tasks)) if level == 1 else 0
+
+
+def task_key(net: Network, tasks: list[Task], first: int, level: int) -> str:
+    """The key of a draw; see the module docstring."""
+    played = tasks[first:] if level > 1 else tasks[first : first + 1]
+    prepared = sorted(t.label for t in tasks[:first])
+    return query_key(net.to_json(), prepared, [t.to_json() for t in played])
 
 
 def validate(pool: LabPool, cfg: NetLLMBenchConfig, query: Query) -> str | None:
@@ -97,33 +113,48 @@ class NetLLMBenchQueryGenerator:
         self.cfg = cfg
         self.app_name = app_name
 
-    def generate(self, level: int, seed: int, count: int) -> Iterator[Query]:
+    def generate(
+        self, level: int, seed: int, count: int, *, allow_repeats: bool = False
+    ) -> Iterator[Query]:
         if level not in LEVELS:
             raise ConfigError(
                 f"level={level} is not defined for netllmbench; choose one of {LEVELS}"
             )
+        from generators.netllmbench.capacity import capacity
+
+        tracker = KeyTracker(
+            self.app_name,
+            level,
+            seed,
+            allow_repeats=allow_repeats,
+            capacity=lambda: capacity(self.cfg, level),
+        )
         with open_pool(self.cfg) as pool:
             for index in range(count):
-                yield self._one(pool, level, seed, index)
+                yield self._one(pool, level, seed, index, tracker)
 
-    def _one(self, pool: LabPool, level: int, seed: int, index: int) -> Query:
-        rng = random.Random(f"{seed}:{level}:{index}")
-        reasons = []
-        for _ in range(MAX_DRAWS):
-            net, tasks, first = draw(self.cfg, level, index, rng)
+    def _one(self, pool: LabPool, level: int, seed: int, index: int, tracker: KeyTracker) -> Query:
+        rng = query_rng(seed, level, index)
+
+        picks = []
+
+        def pick() -> tuple[str, tuple[Network, list[Task], int]]:
+            # NetLLMBench's own lab is one key: only its slot's seeds (0, 4, ...) get it.
+            net, tasks, first = draw(self.cfg, level, index, rng, paper=not picks)
+            picks.append(net.name)
+            return task_key(net, tasks, first, level), (net, tasks, first)
+
+        def attempt(drawn: tuple[Network, list[Task], int]) -> Query | str:
+            net, tasks, first = drawn
             query = self._query(level, seed, index, net, tasks, first)
             try:
                 why = validate(pool, self.cfg, query)
             except EnvironmentFailure as err:
                 why = str(err)
-            if why is None:
-                return query
-            reasons.append(why)
-            log.info("redrawing %s L%d s%d #%d: %s", self.app_name, level, seed, index, why)
-        raise QueryGenerationError(
-            f"no valid netllmbench query for level {level}, seed {seed}, index {index} in "
-            f"{MAX_DRAWS} draws; last reasons: {reasons[-3:]}"
-        )
+            return query if why is None else why
+
+        taken = tracker.take(index, pick, attempt, max_draws=MAX_DRAWS)
+        return stamp(taken.value, taken)
 
     def _query(
         self, level: int, seed: int, index: int, net: Network, tasks: list[Task], first: int
@@ -137,7 +168,7 @@ class NetLLMBenchQueryGenerator:
             "app_version": APP_VERSION,
         }
         return Query(
-            query_id=f"{self.app_name}-L{level}-s{seed}-{index:05d}",
+            query_id=query_id(self.app_name, level, seed, index),
             app=self.app_name,
             level=level,
             seed=seed,

@@ -72,7 +72,7 @@ class Network:
     gateways: tuple[tuple[str, str], ...]  # (host, gateway address)
     routes: tuple[tuple[str, str, str], ...]  # (router, destination subnet, via)
 
-    # -- what the pool and the sandbox need (emulators/pool.py) -----------------------
+    # -- what the pool and the sandbox need (generators/lab/pool.py) -----------------------
     @property
     def name(self) -> str:
         shape = [(p.device, p.interface, p.switch) for p in self.ports]

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from emulators.base import BACKEND_NAMES
-from emulators.netcmd.reply import REPLY_FORMAT
+from emulators.base import backend_name
+from generators.lab.reply import REPLY_FORMAT
 from generators.netllmbench.config import NetLLMBenchConfig
 from generators.netllmbench.lab import Network
 from generators.netllmbench.tasks import Task
@@ -12,7 +12,7 @@ TOOLS = "ip, ifconfig, route, arp, ping (with -c N), cat (files under /proc/sys/
 
 
 def build_prompt(net: Network, played: list[Task], prepared: int, cfg: NetLLMBenchConfig) -> str:
-    backend = BACKEND_NAMES.get(cfg.emulator, cfg.emulator)
+    backend = backend_name(cfg.emulator)
     if prepared:
         start = (
             f"Part of the configuration is done already ({prepared} earlier "

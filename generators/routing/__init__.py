@@ -4,8 +4,14 @@ Faults are injected on a live lab (one router r0, N subnets, M hosts each); the 
 sees the reachability matrix and sends one sandboxed command per turn until every pair
 pings again. Modules: topology (names, addresses, the lab), faults (five types, inject
 and fix commands), config, prompt (task text, reply parsing), generator (seeded draws,
-validated on a live network), environment (topology pool, episodes), scoring (pure, from
+validated on a live network, keyed by topology and faults), capacity (distinct queries
+per level, by formula), environment (topology pool, episodes), scoring (pure, from
 step evidence), app (the pipeline.core.App), bench (timings).
 """
 
-APP_VERSION = "1"
+from pipeline.registry import AppSpec
+
+APP_VERSION = "2"  # 2: distinct keys per seed slot
+APP = AppSpec(
+    kind="routing", app=".app:RoutingApp", config=".config:RoutingConfig", version=APP_VERSION
+)

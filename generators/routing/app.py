@@ -10,12 +10,14 @@ import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from emulators.netcmd.reply import Command, CommandReplyFormat
-from generators.routing import APP_VERSION, scoring
+from generators.lab.reply import Command, CommandReplyFormat
+from generators.routing import APP_VERSION, capacity, scoring
 from generators.routing.config import RoutingConfig, validate_config
 from generators.routing.environment import RoutingEnvironment
-from generators.routing.generator import RoutingQueryGenerator
+from generators.routing.generator import LEVELS, RoutingQueryGenerator
+from pipeline.capacity import Capacity
 from pipeline.core import Query, StepResult, Verdict
+from pipeline.errors import ConfigError
 
 IDLE_COMMAND = {"machine": "r0", "command": "ip -br addr"}  # after the fixes: look, change nothing
 # Situations in the style of the app's observations, answered the way we would answer them.
@@ -48,8 +50,17 @@ class RoutingApp:
         self.name = cfg.name
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
 
-    def generate(self, level: int, seed: int, count: int) -> Iterator[Query]:
-        return RoutingQueryGenerator(self.cfg, app_name=self.name).generate(level, seed, count)
+    def generate(
+        self, level: int, seed: int, count: int, *, allow_repeats: bool = False
+    ) -> Iterator[Query]:
+        generator = RoutingQueryGenerator(self.cfg, app_name=self.name)
+        return generator.generate(level, seed, count, allow_repeats=allow_repeats)
+
+    def capacity(self, level: int) -> Capacity:
+        """Distinct queries of `level`: a counting formula (generators/routing/capacity.py)."""
+        if level not in LEVELS:
+            raise ConfigError(f"level={level} is not defined for routing; choose one of {LEVELS}")
+        return capacity.capacity(self.cfg, level)
 
     def environment(self) -> RoutingEnvironment:
         return RoutingEnvironment(self.cfg)

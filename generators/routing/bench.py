@@ -16,7 +16,7 @@ import threading
 import time
 from typing import Any
 
-from emulators.pool import LabPool
+from generators.lab.pool import LabPool
 from generators.routing.app import RoutingApp
 from generators.routing.config import LevelSize, RoutingConfig
 from generators.routing.environment import RoutingEnvironment, inject

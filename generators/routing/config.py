@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from emulators.pool import CommandConfig, ProbeConfig, int_in, validate_pool_config
+from generators.lab.pool import CommandConfig, ProbeConfig, int_in, validate_pool_config
 from pipeline.errors import ConfigError
+from pipeline.variants import operational
 
 
 @dataclass
@@ -31,7 +32,7 @@ class RoutingConfig:
     sizes: list[LevelSize] = field(default_factory=_default_sizes)  # per level 1, 2, 3
     probe: ProbeConfig = field(default_factory=ProbeConfig)
     command: CommandConfig = field(default_factory=CommandConfig)
-    max_live_topologies: int = 8  # topologies an environment keeps running (LRU)
+    max_live_topologies: int = operational(8)  # topologies an environment keeps running (LRU)
 
     def validate(self) -> None:
         """Raise ConfigError naming the first wrong key (called when configs are composed)."""

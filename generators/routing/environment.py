@@ -1,6 +1,6 @@
 """Running routing labs: fault injection and the episode.
 
-`RoutingEnvironment` is the app's Environment: one pool of live labs (emulators/pool.py),
+`RoutingEnvironment` is the app's Environment: one pool of live labs (generators/lab/pool.py),
 one thread, its own instance prefixes, so several environments run side by side. `RoutingEpisode`
 turns each reply into one sandboxed command and records the reachability before and
 after it as the step's evidence.
@@ -15,9 +15,10 @@ from contextlib import contextmanager
 from typing import Any
 
 from emulators.base import Emulator, Reachability
-from emulators.netcmd.reply import REPLY_FORMAT, Command, parse_reply
-from emulators.netcmd.sandbox import STEP_STATUS, CommandSandbox, SandboxResult, Status
-from emulators.pool import PooledEnvironment
+from emulators.netcmd.sandbox import CommandSandbox
+from generators.lab.pool import PooledEnvironment
+from generators.lab.reply import REPLY_FORMAT
+from generators.lab.step import play_command
 from generators.routing.config import RoutingConfig
 from generators.routing.faults import Fault
 from generators.routing.topology import RoutingTopology
@@ -75,37 +76,31 @@ class RoutingEpisode:
         self._turn += 1
         last = self._turn >= self.max_turns
         before = self._now
-        parsed = parse_reply(reply)
-        if not isinstance(parsed, Command):
-            output = f"{parsed}\n\n{self._status_text(remind=False)}"
-            evidence = self._evidence(before, parsed=False)
-            return StepResult("", StepStatus.PARSE_ERROR, output, evidence, last, parsed)
         started = time.perf_counter()
-        result: SandboxResult = self._sandbox.run(parsed.machine, parsed.command)
+        played = play_command(self._sandbox, reply)
+        if played.result is None:
+            output = f"{played.shown}\n\n{self._status_text(remind=False)}"
+            evidence = self._evidence(before, parsed=False)
+            return StepResult("", StepStatus.PARSE_ERROR, output, evidence, last, played.error)
         probe_s = 0.0
-        if result.status is not Status.REJECTED:
+        if played.changed_network:
             probe_started = time.perf_counter()
             self._now = self._emu.reachability()
             probe_s = time.perf_counter() - probe_started
         evidence = self._evidence(
             before,
-            machine=parsed.machine,
-            command=parsed.command,
-            argv=list(result.argv),
-            sandbox=str(result.status),
-            exit_code=result.exit_code,
-            reason=result.reason,
-            cmd_s=round(result.exec_s, 4),
+            **played.facts,
+            reason=played.result.reason,
+            cmd_s=round(played.result.exec_s, 4),
             probe_s=round(probe_s, 4),
         )
-        shown = f"{parsed.machine}$ {parsed.command}\n{result.output.rstrip() or '(no output)'}"
         return StepResult(
-            action=f"{parsed.machine}: {parsed.command}",
-            status=STEP_STATUS[result.status],
-            output=f"{shown}\n\n{self._status_text()}",
+            action=played.action,
+            status=played.status,
+            output=f"{played.shown}\n\n{self._status_text()}",
             evidence=evidence,
             done=self._now.full or last,
-            error=result.reason if result.status is not Status.OK else None,
+            error=played.error if played.status is not StepStatus.OK else None,
             exec_s=time.perf_counter() - started,
         )
 

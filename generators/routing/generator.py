@@ -12,6 +12,11 @@ Validation, on a live lab of that size (a draw failing it is redrawn):
      each run cleanly, never make a working pair fail, and end with full reachability
      (the oracle's list is cut where reachability becomes full, as the episode ends).
 The faults' order of fixing is tried as drawn, then reversed.
+
+A query's key is its topology and its faults as injected (`fault_key`; the prompt shows
+only the topology, the faults are what the agent must find). It is computed from the
+draw, so a draw whose key another seed slot owns or an earlier query of the seed took is
+redrawn without touching a lab (pipeline/querygen.py).
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from typing import Any
 
 from emulators.base import Emulator
 from emulators.netcmd.sandbox import CommandSandbox, Status
-from emulators.pool import LabPool, open_pool
+from generators.lab.pool import LabPool, open_pool
 from generators.routing import APP_VERSION
 from generators.routing.config import RoutingConfig
 from generators.routing.environment import inject
@@ -31,7 +36,8 @@ from generators.routing.faults import DRAW, TYPES, Fault
 from generators.routing.prompt import build_prompt
 from generators.routing.topology import RoutingTopology
 from pipeline.core import Query
-from pipeline.errors import ConfigError, EnvironmentFailure, QueryGenerationError
+from pipeline.errors import ConfigError, EnvironmentFailure
+from pipeline.querygen import KeyTracker, query_id, query_key, query_rng, stamp
 
 LEVELS = (1, 2, 3)
 MAX_DRAWS = 30
@@ -56,6 +62,26 @@ def draw(cfg: RoutingConfig, level: int, rng: random.Random) -> tuple[RoutingTop
         used = {k for f in faults for k in f.subnets}
         faults.append(DRAW[kind](rng, topo, used))
     return topo, faults
+
+
+# Variants with a free number: which number was drawn does not make another query (the
+# agent finds and fixes the same thing), so their key is the fault without it.
+FREE_NUMBER = {"rule_prohibit": "ip rule preference", "router_mtu": "MTU", "foreign": "address"}
+
+
+def fault_key(topo: RoutingTopology, faults: list[Fault]) -> str:
+    """The key of a draw: the topology and the faults' injections, in any order; a fault
+    whose variant only draws a free number (FREE_NUMBER) counts by its type, variant,
+    subnets and the machines it touches."""
+    injected = sorted(_structure(f) for f in faults)
+    return query_key(topo.name, injected)
+
+
+def _structure(fault: Fault) -> list:
+    if fault.variant in FREE_NUMBER:
+        machines = sorted({m for m, _ in fault.inject})
+        return [fault.type, fault.variant, list(fault.subnets), machines]
+    return [fault.type, fault.variant, [[m, list(a)] for m, a in fault.inject]]
 
 
 def _fix(sandbox: CommandSandbox, emu: Emulator, faults: list[Fault]) -> list[dict[str, str]] | str:
@@ -111,34 +137,46 @@ class RoutingQueryGenerator:
         self.app_name = app_name
         self.rejected: dict[str, int] = {}  # why draws were dropped, counted
 
-    def generate(self, level: int, seed: int, count: int) -> Iterator[Query]:
+    def generate(
+        self, level: int, seed: int, count: int, *, allow_repeats: bool = False
+    ) -> Iterator[Query]:
         if level not in LEVELS:
             raise ConfigError(f"level={level} is not defined for routing; choose one of {LEVELS}")
+        from generators.routing.capacity import capacity
+
+        tracker = KeyTracker(
+            self.app_name,
+            level,
+            seed,
+            allow_repeats=allow_repeats,
+            capacity=lambda: capacity(self.cfg, level),
+        )
         with open_pool(self.cfg) as pool:
             for index in range(count):
-                yield self._one(pool, level, seed, index)
+                yield self._one(pool, level, seed, index, tracker)
 
-    def _one(self, pool: LabPool, level: int, seed: int, index: int) -> Query:
-        rng = random.Random(f"{seed}:{level}:{index}")
-        reasons = []
-        for _ in range(MAX_DRAWS):
+    def _one(self, pool: LabPool, level: int, seed: int, index: int, tracker: KeyTracker) -> Query:
+        rng = query_rng(seed, level, index)
+
+        def pick() -> tuple[str, tuple[RoutingTopology, list[Fault]]]:
             topo, faults = draw(self.cfg, level, rng)
+            return fault_key(topo, faults), (topo, faults)
+
+        def attempt(drawn: tuple[RoutingTopology, list[Fault]]) -> Query | str:
+            topo, faults = drawn
             try:
                 outcome = validate(pool, topo, faults)
             except EnvironmentFailure as err:  # an injection command failed: a bad variant
                 outcome = str(err)
             if isinstance(outcome, str):
-                reasons.append(outcome)
                 key = "+".join(f"{f.type}/{f.variant}" for f in faults)
                 self.rejected[key] = self.rejected.get(key, 0) + 1
-                log.info("redrawing %s L%d s%d #%d: %s", self.app_name, level, seed, index, outcome)
-                continue
+                return outcome
             oracle, ordered = outcome
             return self._query(level, seed, index, topo, ordered, oracle)
-        raise QueryGenerationError(
-            f"no valid routing query for level {level}, seed {seed}, index {index} in "
-            f"{MAX_DRAWS} draws; last reasons: {reasons[-3:]}"
-        )
+
+        taken = tracker.take(index, pick, attempt, max_draws=MAX_DRAWS)
+        return stamp(taken.value, taken)
 
     def _query(
         self,
@@ -156,7 +194,7 @@ class RoutingQueryGenerator:
             "app_version": APP_VERSION,
         }
         return Query(
-            query_id=f"{self.app_name}-L{level}-s{seed}-{index:05d}",
+            query_id=query_id(self.app_name, level, seed, index),
             app=self.app_name,
             level=level,
             seed=seed,

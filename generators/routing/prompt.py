@@ -1,22 +1,22 @@
 """What the agent reads: the task prompt, the reply format, and how replies are parsed.
 
-A reply is one JSON object {"machine": ..., "command": ...} (emulators/netcmd/reply.py).
+A reply is one JSON object {"machine": ..., "command": ...} (generators/lab/reply.py).
 """
 
 from __future__ import annotations
 
-from emulators.base import BACKEND_NAMES
-from emulators.netcmd.reply import REPLY_FORMAT
-from emulators.netcmd.tools import RULES
+from emulators.base import backend_name
+from emulators.netcmd.tools import TOOL_NAMES
+from generators.lab.reply import REPLY_FORMAT
 from generators.routing.topology import RoutingTopology
 
 
 def build_prompt(topo: RoutingTopology, max_turns: int, emulator: str = "mininet") -> str:
-    tools = ", ".join(RULES)
+    tools = ", ".join(TOOL_NAMES)
     return "\n".join(
         [
             "You are the network operator of a small IP network emulated with "
-            f"{BACKEND_NAMES.get(emulator, emulator)}.",
+            f"{backend_name(emulator)}.",
             "",
             topo.describe(),
             "",

@@ -33,8 +33,9 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from pipeline.core import App, Episode, Query, StepResult, StepStatus
+from pipeline.core import App, Episode, Query, StepStatus
 from pipeline.errors import ConfigError, EnvironmentFailure
+from pipeline.play import EpisodeLoop
 
 MAX_TEXT = 1 << 21  # characters; longer than any prompt, output or code an app accepts
 
@@ -105,9 +106,8 @@ class NetGaugeEnv(gym.Env[str, str]):
         self._generated: dict[int, list[Query]] = {}
         self._env: Any = None  # the app's Environment, entered on the first reset
         self._episode_cm: AbstractContextManager[Episode] | None = None
-        self._episode: Episode | None = None
+        self._loop: EpisodeLoop | None = None  # the episode being played
         self._query: Query | None = None
-        self._steps: list[StepResult] = []
         self._observation = ""
         self._done = True
 
@@ -141,25 +141,24 @@ class NetGaugeEnv(gym.Env[str, str]):
             self._env = self.app.environment()
             self._env.__enter__()
         self._episode_cm = self._env.episode(query)
-        self._episode = self._episode_cm.__enter__()
-        self._query, self._steps, self._done = query, [], False
-        self._observation = self._episode.observe()
+        self._loop = EpisodeLoop(self._episode_cm.__enter__(), self.max_turns or None)
+        self._query, self._done = query, False
+        self._observation = self._loop.observation
         info = {"query_id": query.query_id, "level": level, "index": index, "turn": 0}
         return self._observation, info
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        if self._done or self._episode is None or self._query is None:
+        loop = self._loop
+        if self._done or loop is None or self._query is None:
             raise gym.error.ResetNeeded("the episode has ended; call reset() first")
-        result = self._episode.step(str(action))
+        result = loop.step(action)
         if result.status is StepStatus.ENV_ERROR:
             self._done = True
             raise EnvironmentFailure(result.error or "the environment failed")
-        self._steps.append(result)
-        turn = len(self._steps)
-        verdict = self.app.score(self._query, self._steps)
-        limit = min(self._episode.max_turns, self.max_turns or self._episode.max_turns)
+        turn = loop.turn
+        verdict = self.app.score(self._query, loop.steps)
         terminated = bool(result.done)
-        truncated = not terminated and turn >= limit
+        truncated = not terminated and loop.at_limit
         scheme = self.reward_scheme
         reward = scheme.step + (0.0 if verdict.step_safe[-1] else scheme.unsafe_step)
         if terminated or truncated:
@@ -192,7 +191,7 @@ class NetGaugeEnv(gym.Env[str, str]):
 
     def _end_episode(self) -> None:
         cm, self._episode_cm = self._episode_cm, None
-        self._episode, self._done = None, True
+        self._loop, self._done = None, True
         if cm is not None:
             cm.__exit__(None, None, None)
 

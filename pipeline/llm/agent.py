@@ -1,27 +1,52 @@
 """`LLMAgent`: a served model behind the agent interface, with NetLLMBench's repair chain.
 
-One turn: the strategy's messages go to the model; if the app's reply format rejects the
-reply, the chain tries, in order and each at most once per turn (each stage can be turned
-off in the agent config): (1) a re-prompt saying the format was wrong, (2) a re-prompt
-with an example of the right format, (3) a master model extracting the action. What is
-still unparseable goes to the environment as it is and becomes a parse_error step —
-scored, never retried forever. Every model call is recorded (the `calls` table).
+One turn: the strategy's messages (pipeline/llm/prompts.py, with the examples of
+pipeline/llm/examples.py, fitted to the model's context by pipeline/llm/context.py) go to
+the model, decoded as the agent config says:
+
+    text   the reply is free text (the app's reply format, as its prompt says);
+    json   decoding is constrained to the JSON schema of the app's action
+           (`response_format`), and the object is written as the app's reply;
+    tools  the app's action is offered as a tool (OpenAI `tools`; `tool_choice` names it,
+           or is `required` / `auto`) and the call's arguments are written as the reply.
+
+If the app's reply format still rejects the reply, the chain tries, in order and each at
+most once per turn (each can be turned off): (1) a re-prompt saying the format was wrong,
+(2) a re-prompt with an example of the right format, (3) a master model extracting the
+action, in the same decoding mode, so repair counts compare across modes. What is still
+unparseable goes to the environment as it is and becomes a parse_error step: scored,
+never retried forever. Every call is recorded (the `calls` table) with the text it
+answered and what the model said.
+
+A conversation that cannot fit the model's context even without its past turns ends the
+episode as `context_overflow` (ContextOverflow); a server that still refuses a request for
+its length gets one with half the past turns, down to none.
+
+ReAct with tools (`reasoning: react`, `decoding: tools`) also offers the app's read-only
+diagnostics (e.g. MALT's `run_code`, running code on a copy of the graph within the same
+limits): the model may call up to `max_probes` of them per turn, sees each result, and
+then acts; each exchange is plain text in the conversation, so any chat template holds it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
+from collections.abc import Iterator
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from pipeline.agents import Exchange, Reply
-from pipeline.core import App, Query
-from pipeline.llm import prompts
+from pipeline.agents import EpisodeEnd, Exchange, Probe, Reply
+from pipeline.core import App, Query, diagnostics
+from pipeline.llm import context, examples, prompts
 from pipeline.llm.config import LLMAgentConfig
 from pipeline.llm.models import ChatBackend, ModelPool
-from pipeline.serving.client import ChatResult
+from pipeline.serving.client import ChatResult, RequestRejected
 
 STAGES = ("act", "reprompt", "example", "master")
+DIAGNOSTIC = "\x00diagnostic:"  # marks a diagnostic call inside the agent (never a reply)
+MAX_STORED = 16_384  # characters of a call's request and response kept in `calls`
 
 
 class LLMAgent:
@@ -33,16 +58,59 @@ class LLMAgent:
         self._backend = models.backend(model)
         self._master: ChatBackend | None = None
         if self.cfg.repair.master_model:
-            from pipeline.plan import load_choice
+            from pipeline.config import load_choice
 
             self._master = models.backend(load_choice("model", self.cfg.repair.master_model))
+        self._library = examples.library(getattr(app, "few_shot", ()), self.cfg.library)
+        self._shown: dict[str, list[tuple[str, str]]] = {}  # query id -> its examples
+        self._probes: dict[str, Probe] = {}  # query id -> its episode's diagnostics
+
+    @contextlib.contextmanager
+    def episode(
+        self, query: Query, max_turns: int, probe: Probe | None = None
+    ) -> Iterator[EpisodeEnd]:
+        """Holds the episode's diagnostics while it is played (episodes run on threads)."""
+        if probe is not None and self._probing():
+            self._probes[query.query_id] = probe
+        try:
+            yield EpisodeEnd()
+        finally:
+            self._probes.pop(query.query_id, None)
+            self._shown.pop(query.query_id, None)
+
+    def _probing(self) -> bool:
+        return (
+            self.cfg.reasoning == "react"
+            and self.cfg.decoding == "tools"
+            and self.cfg.max_probes > 0
+            and bool(diagnostics(self._format))
+        )
 
     def reply(self, query: Query, observation: str, history: list[Exchange], turn: int) -> Reply:
-        chat = prompts.messages(
-            self.cfg.strategy, observation, history, getattr(self._app, "few_shot", ())
+        task = history[0].observation if history else observation
+        if query.query_id not in self._shown:
+            self._shown[query.query_id] = examples.choose(
+                self.cfg.examples, self._library, task, self.cfg.shots
+            )
+        head, turns = prompts.parts(
+            self.cfg.reasoning, observation, history, self._shown[query.query_id]
         )
         calls: list[dict[str, Any]] = []
-        text = self._call(self._backend, chat, "act", calls)
+        probe = self._probes.get(query.query_id)
+        probing = probe is not None
+        text, chat = self._first(head, turns, calls, probing)
+        for _ in range(self.cfg.max_probes if probe is not None else 0):
+            called = self._diagnostic(text)
+            if called is None:
+                break
+            name, arguments = called
+            chat += [
+                {"role": "assistant", "content": f"[{name}] {json.dumps(arguments)}"},
+                {"role": "user", "content": f"Observation ({name}): {probe(name, arguments)}"},
+            ]
+            text = self._call(self._backend, chat, "act", calls, probing=probing)
+        if self._diagnostic(text) is not None:  # still probing when its budget ran out
+            text = ""
         problem = self._format.check(text)
         repair = self.cfg.repair
         fmt = self._format
@@ -74,11 +142,50 @@ class LLMAgent:
             calls=calls,
         )
 
-    @staticmethod
+    def _first(
+        self,
+        head: list[dict[str, str]],
+        turns: list[tuple[dict[str, str], dict[str, str]]],
+        calls: list[dict[str, Any]],
+        probing: bool,
+    ) -> tuple[str, list[dict[str, str]]]:
+        """The turn's first reply, with as many past turns as fit (fewer if the server
+        refuses the request for its length)."""
+        cfg = self.cfg.context
+        budget = (cfg.max_tokens or self._backend.context) - self._backend.max_reply
+        keep = cfg.keep_turns
+        while True:
+            chat, dropped = context.fit(
+                head, turns, budget=budget, keep_turns=keep, chars_per_token=cfg.chars_per_token
+            )
+            try:
+                text = self._call(
+                    self._backend, chat, "act", calls, dropped=dropped, probing=probing
+                )
+                return text, chat
+            except RequestRejected as err:
+                kept = len(turns) - 1 - dropped
+                if not _too_long(err) or kept <= 0:
+                    if _too_long(err):
+                        raise context.ContextOverflow(
+                            f"the model's server refused even the task and the latest turn: "
+                            f"{err.server_message[:300]}"
+                        ) from err
+                    raise
+                keep = kept // 2
+
     def _call(
-        backend: ChatBackend, chat: list[dict[str, str]], purpose: str, calls: list[dict[str, Any]]
+        self,
+        backend: ChatBackend,
+        chat: list[dict[str, str]],
+        purpose: str,
+        calls: list[dict[str, Any]],
+        *,
+        dropped: int = 0,
+        probing: bool = False,
     ) -> str:
-        result: ChatResult = backend.chat(chat)
+        result: ChatResult = backend.chat(chat, **self._decoding(probing))
+        text = self._reply_text(result)
         calls.append(
             {
                 "purpose": purpose,
@@ -89,6 +196,92 @@ class LLMAgent:
                 "ttft_s": result.ttft_s,
                 "tokens_per_s": result.tokens_per_s,
                 "finish_reason": result.finish_reason,
+                "request": chat[-1]["content"][:MAX_STORED],
+                "response": _response(result)[:MAX_STORED],
+                "dropped_turns": dropped,
             }
         )
+        return text
+
+    def _decoding(self, probing: bool) -> dict[str, Any]:
+        action = self._format.action
+        if self.cfg.decoding == "json":
+            return {"response_format": action.response_format()}
+        if self.cfg.decoding == "tools":
+            tools = [action]
+            choice: Any = self.cfg.tool_choice
+            if probing:  # the model chooses: a diagnostic, or the action
+                tools += list(diagnostics(self._format))
+                choice = "required" if choice == "named" else choice
+            elif choice == "named":
+                choice = {"type": "function", "function": {"name": action.name}}
+            return {"tools": [t.tool() for t in tools], "tool_choice": choice}
+        return {}
+
+    def _diagnostic(self, text: str) -> tuple[str, dict[str, Any]] | None:
+        """(name, arguments) when the reply text is a call of a diagnostic (as
+        `_reply_text` writes one), else None."""
+        for action in diagnostics(self._format):
+            prefix = f"{DIAGNOSTIC}{action.name} "
+            if text.startswith(prefix):
+                arguments = _object(text[len(prefix) :])
+                return (action.name, arguments) if arguments is not None else None
+        return None
+
+    def _reply_text(self, result: ChatResult) -> str:
+        """The reply as the app reads it: a structured answer written in the app's format;
+        one that is not a JSON object of arguments stays as the model wrote it (the
+        repair chain sees why it cannot be used)."""
+        if self.cfg.decoding == "tools" and result.tool_calls:
+            call = result.tool_calls[0]
+            arguments = _arguments(call.arguments, call.name)
+            if arguments is not None and call.name == self._format.action.name:
+                return self._format.render(arguments)
+            if arguments is not None and call.name in {d.name for d in diagnostics(self._format)}:
+                return f"{DIAGNOSTIC}{call.name} {json.dumps(arguments)}"
+            return call.arguments or result.text
+        if self.cfg.decoding == "json":
+            arguments = _object(result.text)
+            if arguments is not None:
+                return self._format.render(arguments)
         return result.text
+
+
+def _object(text: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _arguments(text: str, name: str) -> dict[str, Any] | None:
+    """A call's arguments: a JSON object, or (as some servers send a forced call) a list
+    of {"name", "parameters" | "arguments"} objects, the first of them named `name`."""
+    found = _object(text)
+    if found is not None:
+        return found
+    try:
+        items = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    for item in items if isinstance(items, list) else []:
+        if isinstance(item, dict) and item.get("name") == name:
+            inner = item.get("parameters", item.get("arguments"))
+            return inner if isinstance(inner, dict) else None
+    return None
+
+
+def _response(result: ChatResult) -> str:
+    """What the model said: its text, and each tool call as name(arguments)."""
+    calls = "".join(f"\n[tool call] {c.name}({c.arguments})" for c in result.tool_calls)
+    return result.text + calls
+
+
+def _too_long(err: RequestRejected) -> bool:
+    message = err.server_message.lower()
+    return err.status == 400 and (
+        "context" in message
+        or "too long" in message
+        or ("maximum" in message and "token" in message)
+    )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
+from pipeline.errors import ConfigError
 from pipeline.serving.client import ChatClient, ChatResult, Sampling
 from pipeline.serving.config import VllmModelConfig
 
@@ -24,13 +26,20 @@ from pipeline.serving.config import VllmModelConfig
 class ChatBackend:
     """Blocking access to one model, safe to call from any thread."""
 
-    def __init__(self, client: ChatClient, loop: asyncio.AbstractEventLoop, name: str) -> None:
+    def __init__(
+        self, client: ChatClient, loop: asyncio.AbstractEventLoop, name: str, context: int
+    ) -> None:
         self._client = client
         self._loop = loop
         self.name = name
+        self.context = context  # tokens the model takes per request (prompt and reply)
+        self.max_reply = client.sampling.max_tokens
 
-    def chat(self, messages: Sequence[dict[str, str]]) -> ChatResult:
-        future = asyncio.run_coroutine_threadsafe(self._client.chat(messages), self._loop)
+    def chat(self, messages: Sequence[dict[str, str]], **options: Any) -> ChatResult:
+        """One completion; `options` are ChatClient.chat's (response_format, tools, ...)."""
+        future = asyncio.run_coroutine_threadsafe(
+            self._client.chat(messages, **options), self._loop
+        )
         return future.result()
 
 
@@ -76,11 +85,20 @@ class ModelPool:
             temperature=model.temperature, max_tokens=model.max_tokens, seed=model.seed
         )
 
+        headers = dict(model.headers)
+        for header, variable in model.headers_env.items():
+            value = os.environ.get(variable)
+            if value is None:
+                raise ConfigError(
+                    f"model.headers_env: the variable {variable} (for header {header}) is not set"
+                )
+            headers[header] = value
+
         async def make() -> ChatClient:
             return ChatClient.for_endpoint(
-                endpoint, sampling=sampling, max_in_flight=model.max_in_flight
+                endpoint, sampling=sampling, max_in_flight=model.max_in_flight, headers=headers
             )
 
         client = asyncio.run_coroutine_threadsafe(make(), self._loop).result()
         self._clients.append(client)
-        return ChatBackend(client, self._loop, model.name)
+        return ChatBackend(client, self._loop, model.name, model.max_model_len)

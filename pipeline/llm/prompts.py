@@ -1,7 +1,10 @@
 """Prompting strategies: the chat messages an LLM agent sends for a turn.
 
-Every strategy sees the same things a human operator would: the app's first observation
-(which states the task and the reply format), then one observation per later turn.
+A strategy composes worked examples (user task / assistant reply pairs, chosen by
+pipeline/llm/examples.py) with a way of reasoning (none, step by step, or ReAct's
+Thought / Action turns). Every strategy then sees the same things a human operator would:
+the app's first observation (which states the task and the reply format), then one
+observation per later turn.
 """
 
 from __future__ import annotations
@@ -18,8 +21,7 @@ SYSTEM = (
 )
 
 STYLE = {
-    "zero_shot": "",
-    "few_shot": "",
+    "none": "",
     "cot": (
         " Think step by step first: write your reasoning, then end your reply with the "
         "answer in the required format."
@@ -33,27 +35,39 @@ STYLE = {
 
 
 def messages(
-    strategy: str,
+    reasoning: str,
     observation: str,
     history: Sequence[Exchange],
-    few_shot: Sequence[tuple[str, str]] = (),
+    examples: Sequence[tuple[str, str]] = (),
 ) -> list[Message]:
-    """The conversation for the next reply under `strategy`."""
-    chat: list[Message] = [{"role": "system", "content": SYSTEM + STYLE[strategy]}]
-    if strategy == "few_shot":
-        for task, reply in few_shot:
-            chat += [{"role": "user", "content": task}, {"role": "assistant", "content": reply}]
-    observe = _react_observation if strategy == "react" else _plain
-    for number, past in enumerate(history):
-        chat += [
-            {
-                "role": "user",
-                "content": past.observation if number == 0 else observe(past.observation),
-            },
+    """The whole conversation for the next reply (see `parts`)."""
+    head, turns = parts(reasoning, observation, history, examples)
+    return [*head, *(m for turn in turns for m in turn)]
+
+
+def parts(
+    reasoning: str,
+    observation: str,
+    history: Sequence[Exchange],
+    examples: Sequence[tuple[str, str]] = (),
+) -> tuple[list[Message], list[tuple[Message, Message]]]:
+    """(head, turns): the system prompt for `reasoning`, the worked examples and the task;
+    then one (reply, next observation) pair per past turn, the last ending with the
+    observation to answer now (pipeline/llm/context.py fits them to the context)."""
+    head: list[Message] = [{"role": "system", "content": SYSTEM + STYLE[reasoning]}]
+    for task, reply in examples:
+        head += [{"role": "user", "content": task}, {"role": "assistant", "content": reply}]
+    observe = _react_observation if reasoning == "react" else _plain
+    seen = [past.observation for past in history] + [observation]
+    head.append({"role": "user", "content": seen[0]})
+    turns = [
+        (
             {"role": "assistant", "content": past.reply},
-        ]
-    chat.append({"role": "user", "content": observation if not history else observe(observation)})
-    return chat
+            {"role": "user", "content": observe(seen[number + 1])},
+        )
+        for number, past in enumerate(history)
+    ]
+    return head, turns
 
 
 def _plain(text: str) -> str:

@@ -1,16 +1,18 @@
-# Stage generate: seeded, validated queries per (app, level, seed).
+# Stage generate: seeded, validated queries per (app, app variant, level, seed), as many
+# as the grid's largest cell of them needs (smaller cells read a prefix).
 
 
 rule generate:
-    """Generate the queries of one (app, level, seed) and validate each one."""
+    """Generate the queries of one (app, app_variant, level, seed) and validate each one."""
     output:
         NG.pattern("queries"),
     params:
         queries=NG.queries_param,
+        sets=NG.app_sets,
         data=NG.data_dir,
     log:
         NG.log("generate"),
     shell:
         "{STAGE_CMD} generate --app {wildcards.app} --level {wildcards.level}"
-        " --seed {wildcards.seed} --queries {params.queries} --data-dir {params.data}"
-        " > {log} 2>&1"
+        " --seed {wildcards.seed} --queries {params.queries} {params.sets}"
+        " --data-dir {params.data} > {log} 2>&1"

@@ -7,9 +7,11 @@ rule plan:
         NG.plan_path,
     params:
         grid=NG.plan.grid,
+        axes=NG.axes_param,
         plan=NG.plan.as_json(),  # a changed grid re-plans
         data=NG.data_dir,
     log:
-        str(NG.root / "logs" / "plan" / f"{NG.plan.grid}.log"),
+        str(NG.root / "logs" / "plan" / f"{NG.plan.name}.log"),
     shell:
-        "{STAGE_CMD} plan --grid {params.grid} --data-dir {params.data} > {log} 2>&1"
+        "{STAGE_CMD} plan --grid {params.grid} --axes {params.axes} --data-dir {params.data}"
+        " > {log} 2>&1"

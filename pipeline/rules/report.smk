@@ -10,9 +10,9 @@ rule report:
     output:
         NG.report_path,
     params:
-        grid=NG.plan.grid,
+        grid=NG.plan.name,
         data=NG.data_dir,
     log:
-        str(NG.root / "logs" / "report" / f"{NG.plan.grid}.log"),
+        str(NG.root / "logs" / "report" / f"{NG.plan.name}.log"),
     shell:
         "{STAGE_CMD} report --grid {params.grid} --data-dir {params.data} > {log} 2>&1"

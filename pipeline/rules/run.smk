@@ -6,20 +6,20 @@
 rule run:
     """Play one cell's queries; resumes from its checkpoint after a crash."""
     input:
-        queries=NG.pattern("queries"),
+        queries=NG.queries_input,
     output:
         NG.pattern("transcripts"),
     wildcard_constraints:
         model="none",
     params:
-        queries=NG.cell_param,
+        sets=NG.cell_sets,
         data=NG.data_dir,
     log:
         NG.log("run"),
     shell:
         "{STAGE_CMD} run --app {wildcards.app} --model {wildcards.model}"
         " --agent {wildcards.agent} --level {wildcards.level} --seed {wildcards.seed}"
-        " --queries {params.queries} --data-dir {params.data} > {log} 2>&1"
+        " --queries {wildcards.queries} {params.sets} --data-dir {params.data} > {log} 2>&1"
 
 
 for _model in NG.llm_models:
@@ -29,11 +29,12 @@ for _model in NG.llm_models:
             NG.rule_name(_model)
         input:
             NG.model_shards("queries", _model),
+            plan=NG.plan_path,
         output:
             NG.model_shards("transcripts", _model),
         params:
             model=_model,
-            grid=NG.plan.grid,
+            plan=NG.plan.name,
             data=NG.data_dir,
         threads: 2
         resources:
@@ -41,5 +42,5 @@ for _model in NG.llm_models:
         log:
             str(NG.root / "logs" / "run" / f"model={_model}.log"),
         shell:
-            "{STAGE_CMD} run-model --grid {params.grid} --model {params.model}"
+            "{STAGE_CMD} run-model --grid {params.plan} --model {params.model}"
             " --data-dir {params.data} > {log} 2>&1"

@@ -2,20 +2,21 @@
 
 
 rule score:
-    """Score one cell: write its episodes, steps and calls shards."""
+    """Score one cell: write its episodes, steps, calls and cells shards."""
     input:
-        queries=NG.pattern("queries"),
+        queries=NG.queries_input,
         transcripts=NG.pattern("transcripts"),
     output:
         episodes=NG.pattern("episodes"),
         steps=NG.pattern("steps"),
         calls=NG.pattern("calls"),
+        cells=NG.pattern("cells"),
     params:
-        queries=NG.cell_param,
+        sets=NG.cell_sets,
         data=NG.data_dir,
     log:
         NG.log("score"),
     shell:
         "{STAGE_CMD} score --app {wildcards.app} --model {wildcards.model}"
         " --agent {wildcards.agent} --level {wildcards.level} --seed {wildcards.seed}"
-        " --queries {params.queries} --data-dir {params.data} > {log} 2>&1"
+        " --queries {wildcards.queries} {params.sets} --data-dir {params.data} > {log} 2>&1"

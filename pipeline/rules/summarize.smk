@@ -9,9 +9,9 @@ rule summarize:
     output:
         NG.summary_paths,
     params:
-        grid=NG.plan.grid,
+        grid=NG.plan.name,
         data=NG.data_dir,
     log:
-        str(NG.root / "logs" / "summarize" / f"{NG.plan.grid}.log"),
+        str(NG.root / "logs" / "summarize" / f"{NG.plan.name}.log"),
     shell:
         "{STAGE_CMD} summarize --grid {params.grid} --data-dir {params.data} > {log} 2>&1"

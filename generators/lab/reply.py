@@ -4,18 +4,25 @@ This is NetLLMBench's reply format, used by every app whose agent acts with one 
 command on one named machine per turn (routing, netllmbench). The first JSON object in
 the reply text counts; code fences and prose around it are fine. `CommandReplyFormat`
 is the pipeline.core.ReplyFormat the LLM agents' repair chain quotes: its `check`
-accepts exactly the replies `parse_reply` understands.
+accepts exactly the replies `parse_reply` understands. A reply longer than
+MAX_REPLY_CHARS is refused before it is read, and at most MAX_JSON_TRIES places are tried
+as the start of the object, so reading is linear in the reply.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any
+
+from pipeline.core import Action
 
 INSTRUCTIONS = (
     'exactly one JSON object per turn: {"machine": "<a machine name>", "command": "<one command>"}'
 )
 REPLY_FORMAT = f"Reply with {INSTRUCTIONS}."
+MAX_REPLY_CHARS = 64 << 10  # a command is at most 1,000 characters (netcmd.policy)
+MAX_JSON_TRIES = 64
 
 
 @dataclass(frozen=True)
@@ -27,10 +34,12 @@ class Command:
 def _first_object(text: str) -> dict | None:
     decoder = json.JSONDecoder()
     start = text.find("{")
-    while start != -1:
+    for _ in range(MAX_JSON_TRIES):
+        if start == -1:
+            break
         try:
             value, _ = decoder.raw_decode(text, start)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # not JSON, or nested too deep
             start = text.find("{", start + 1)
             continue
         if isinstance(value, dict):
@@ -41,6 +50,8 @@ def _first_object(text: str) -> dict | None:
 
 def parse_reply(text: str) -> Command | str:
     """The reply's command, or the reason there is none (shown to the agent)."""
+    if len(text) > MAX_REPLY_CHARS:
+        return f"the reply is {len(text)} characters long; at most {MAX_REPLY_CHARS} are read"
     value = _first_object(text)
     if value is None:
         return f"the reply holds no JSON object. {REPLY_FORMAT}"
@@ -52,11 +63,30 @@ def parse_reply(text: str) -> Command | str:
     return Command(machine.strip(), command.strip())
 
 
+ACTION = Action(
+    name="run_command",
+    description=(
+        "Run one network command (no shell) on one machine of the lab; its output and the "
+        "network's state come back."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "machine": {"type": "string", "description": "a machine's name, e.g. r0"},
+            "command": {"type": "string", "description": "one command, e.g. ip addr show"},
+        },
+        "required": ["machine", "command"],
+        "additionalProperties": False,
+    },
+)
+
+
 class CommandReplyFormat:
     """pipeline.core.ReplyFormat of {"machine", "command"} replies; `example` is the
     app's (a command that makes sense on its labs)."""
 
     instructions = INSTRUCTIONS
+    action = ACTION
 
     def __init__(self, example: Command) -> None:
         self.example = json.dumps({"machine": example.machine, "command": example.command})
@@ -64,3 +94,9 @@ class CommandReplyFormat:
     def check(self, reply: str) -> str | None:
         parsed = parse_reply(reply)
         return parsed if isinstance(parsed, str) else None
+
+    def render(self, arguments: dict[str, Any]) -> str:
+        return json.dumps(
+            {"machine": arguments.get("machine"), "command": arguments.get("command")},
+            ensure_ascii=False,
+        )

@@ -49,14 +49,15 @@ def _norm(value: Any) -> Any:
     return str(value)
 
 
-def _attrs(attrs: dict[str, Any]) -> dict[str, Any]:
+def normalized(attrs: dict[str, Any]) -> dict[str, Any]:
+    """An attribute dict as a diff holds it (string keys, JSON-stable values)."""
     return {str(k): _norm(v) for k, v in attrs.items()}
 
 
 def snapshot(graph: nx.DiGraph) -> Snapshot:
     """Copies of the node and edge attributes, taken once per base topology."""
-    nodes = {n: _attrs(a) for n, a in graph.nodes(data=True)}
-    edges = {(u, v): _attrs(a) for u, v, a in graph.edges(data=True)}
+    nodes = {n: normalized(a) for n, a in graph.nodes(data=True)}
+    edges = {(u, v): normalized(a) for u, v, a in graph.edges(data=True)}
     return nodes, edges
 
 
@@ -83,7 +84,7 @@ def compute_diff(
             continue
         name = str(node)
         before = base_nodes.get(name)
-        after = _attrs(attrs)
+        after = normalized(attrs)
         if before is None:
             diff["nodes_added"].append([name, after])
         elif before != after:
@@ -96,7 +97,7 @@ def compute_diff(
         if type(u) is str and type(v) is str and key in unchanged_edges:
             continue
         before = base_edges.get(key)
-        after = _attrs(attrs)
+        after = normalized(attrs)
         if before is None:
             diff["edges_added"].append([key[0], key[1], after])
         elif before != after:
@@ -163,6 +164,14 @@ def check_applicable(graph: nx.DiGraph, diff: dict[str, list]) -> None:
             raise ValueError(f"graph diff changes node {name!r}, which the base lacks")
     removed = set(diff["nodes_removed"])
     added = {name for name, _ in diff["nodes_added"]}
+    # compute_diff never names an entry twice; a diff that does has no single meaning.
+    for name, _ in diff["nodes_changed"]:
+        if name in removed:
+            raise ValueError(f"graph diff both removes and changes node {name!r}")
+    gone = {(u, v) for u, v in diff["edges_removed"]}
+    for u, v, _ in diff["edges_changed"]:
+        if (u, v) in gone:
+            raise ValueError(f"graph diff both removes and changes edge {u!r}->{v!r}")
     for u, v, *_ in diff["edges_added"]:
         if graph.has_edge(u, v):
             raise ValueError(f"graph diff adds edge {u!r}->{v!r}, which the base already has")

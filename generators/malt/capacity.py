@@ -1,0 +1,133 @@
+"""How many distinct MALT queries a level holds on one topology: a measured estimate.
+
+The drawer (levels.py) picks among sorted sequences with the RNG, so the choice tree
+could be enumerated; but on a MALT-sized topology it has about a million paths at level 1
+(each of ~300 switches times six mutations, times ports, capacities, stages, filters) and
+far more at levels 2 and 3, each leaf needing the analytic evaluator and the safety
+checker: minutes, not the seconds a plan may spend. So the count is measured the way a
+seed meets it. `draws` specs are drawn from the generator's own distribution and keyed
+(cheap); of the distinct keys, up to `validate` (all when fewer) are put through the
+generator's checks 1-3 (what makes a draw a query; the oracle's agreement, check 4, is a
+bug when it fails, never a reason to redraw). Each count is the distinct keys drawn times
+the valid fraction's Wilson 95 % lower bound (per operation, each operation's own
+fraction), or the exact number of valid keys found when every key was validated: in both
+cases queries a seed's draws do reach (a seed draws the same way, with a far larger budget
+per query). `how` adds Chao1 (from the keys drawn once and twice), an estimate of how many
+distinct specs the level holds in all. Results are cached per topology, app version and
+the code that draws and validates.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import random
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from generators.malt import APP_VERSION, actions, checker, index, intended
+from generators.malt import generator as generator_module
+from generators.malt import levels as levels_module
+from generators.malt.actions import operation_label
+from generators.malt.generator import MaltQueryGenerator, spec_key
+from generators.malt.index import Redraw
+from pipeline.capacity import Capacity, cached
+from pipeline.querygen import SEED_SLOTS, key_slot
+
+DRAWS = 20_000
+VALIDATE = 1_500
+log = logging.getLogger(__name__)
+
+
+def wilson_lower(successes: int, n: int, z: float = 1.96) -> float:
+    """The lower end of the Wilson score interval of a proportion."""
+    if n == 0:
+        return 0.0
+    p = successes / n
+    centre = p + z * z / (2 * n)
+    spread = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return max(0.0, (centre - spread) / (1 + z * z / n))
+
+
+def measure(
+    gen: MaltQueryGenerator, level: int, draws: int = DRAWS, validate: int = VALIDATE
+) -> Capacity:
+    """The estimate of the module docstring."""
+    rng = random.Random(f"malt-capacity/{level}")
+    seen: Counter[str] = Counter()
+    specs: dict[str, dict[str, Any]] = {}
+    for _ in range(draws):
+        try:
+            spec = gen.drawer.draw(level, rng)
+        except Redraw:
+            continue
+        key = spec_key(gen.topology_id, spec)
+        seen[key] += 1
+        specs.setdefault(key, spec)
+    keys = sorted(specs)
+    checked = keys if len(keys) <= validate else rng.sample(keys, validate)
+    ok = {k for k in checked if not isinstance(gen.check(specs[k]), str)}
+    complete = len(checked) == len(keys)
+    rate = 1.0 if complete else wilson_lower(len(ok), len(checked))
+    counted = [k for k in keys if k in ok] if complete else keys
+
+    def scaled(found: Iterable[str], at: float) -> int:
+        return sum(1 for _ in found) if complete else math.floor(sum(1 for _ in found) * at)
+
+    slots = [scaled((k for k in counted if key_slot(k) == s), rate) for s in range(SEED_SLOTS)]
+    by_op: dict[str, list[str]] = {}
+    for key in counted:
+        by_op.setdefault(operation_label(specs[key]), []).append(key)
+    # Each operation at its own valid fraction: one never valid on this topology (a level-1
+    # ranking on Google's example, whose switches all tie) counts nothing.
+    sampled = Counter(operation_label(specs[k]) for k in checked)
+    valid = Counter(operation_label(specs[k]) for k in ok)
+    op_rates = {op: wilson_lower(valid[op], sampled[op]) for op in by_op}
+    once = sum(1 for k in counted if seen[k] == 1)
+    twice = sum(1 for k in counted if seen[k] == 2)
+    chao1 = len(keys) + once * (once - 1) / (2 * (twice + 1))
+    if complete:
+        derived = f"all {len(keys):,} distinct keys validated, {len(ok):,} valid"
+    else:
+        derived = (
+            f"{len(keys):,} distinct keys, {len(ok)} of {len(checked):,} sampled valid "
+            f"(Wilson 95 % lower bound {rate:.3f}; each operation at its own)"
+        )
+    return Capacity(
+        total=scaled(counted, rate),
+        by_operation={op: scaled(found, op_rates[op]) for op, found in sorted(by_op.items())},
+        exact=False,
+        per_seed=min(slots),
+        how=(
+            f"measured from {draws:,} draws of the generator's own distribution on topology "
+            f"{gen.topology_id}: {derived}; Chao1 estimate of all distinct specs "
+            f"{chao1:,.0f}"
+        ),
+    )
+
+
+def fingerprint(topology_id: str, draws: int, validate: int) -> str:
+    """What a measurement depends on: topology, app version, the code that draws specs and
+    decides which are queries (drawer, evaluator, safety rule), sizes."""
+    sources = [
+        hashlib.sha256(Path(m.__file__).read_bytes()).hexdigest()
+        for m in (levels_module, generator_module, actions, checker, index, intended)
+    ]
+    text = json.dumps([topology_id, APP_VERSION, sources, draws, validate])
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def cached_measure(
+    gen: MaltQueryGenerator,
+    level: int,
+    cache_dir: Path,
+    draws: int = DRAWS,
+    validate: int = VALIDATE,
+) -> Capacity:
+    """`measure`, remembered (pipeline.capacity.cached)."""
+    name = f"capacity-{fingerprint(gen.topology_id, draws, validate)}-L{level}"
+    return cached(name, cache_dir, lambda: measure(gen, level, draws, validate))

@@ -1,0 +1,48 @@
+"""An OpenAI-compatible chat endpoint of our own, for tests of the LLM-agent path: a
+ThreadingHTTPServer on loopback that streams whatever `answer(request_body)` returns as
+chat-completion chunks, with token usage, and records every request it was sent."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Answer = Callable[[dict[str, Any]], str]
+
+
+@contextlib.contextmanager
+def chat_endpoint(answer: Answer) -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """(base URL ending in /v1, the request bodies received so far)."""
+    seen: list[dict[str, Any]] = []
+    lock = threading.Lock()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            with lock:
+                seen.append(body)
+                text = answer(body)
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+            for start in range(0, len(text), 1 << 16):
+                piece = {"choices": [{"delta": {"content": text[start : start + (1 << 16)]}}]}
+                self.wfile.write(b"data: " + json.dumps(piece).encode() + b"\n\n")
+            prompt = sum(len(m.get("content", "")) for m in body.get("messages", [])) // 4
+            usage = {"choices": [], "usage": {"prompt_tokens": prompt, "completion_tokens": 7}}
+            self.wfile.write(b"data: " + json.dumps(usage).encode() + b"\n\ndata: [DONE]\n\n")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1", seen
+    finally:
+        httpd.shutdown()
+        httpd.server_close()

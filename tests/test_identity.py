@@ -1,0 +1,124 @@
+"""Results never overwrite each other: multiruns over the query count and over any result
+setting leave every variant's rows, and a rerun redoes nothing (real MALT sandbox, real
+k8s cluster, real Snakemake)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from analysis.views import connect
+from pipeline.config import ROOT
+from tests.conftest import SNAKEMAKE, require_root
+
+pytestmark = pytest.mark.integration
+
+
+def multirun(data: Path, *overrides: str) -> subprocess.CompletedProcess:
+    done = subprocess.run(
+        [sys.executable, "-m", "pipeline.run", "-m", *overrides, f"data_dir={data}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
+def shard_times(data: Path) -> dict[Path, int]:
+    return {p: p.stat().st_mtime_ns for p in (data / "results").rglob("*.parquet")}
+
+
+def test_multirun_over_the_query_count_keeps_both_cells(tmp_path):
+    multirun(tmp_path, "app=malt", "agent=oracle,null", "level=1", "queries=5,10")
+    rows = (
+        connect(tmp_path)
+        .execute(
+            "SELECT agent, queries, count(*), count(DISTINCT query_key) FROM episodes "
+            "GROUP BY ALL ORDER BY ALL"
+        )
+        .fetchall()
+    )
+    assert rows == [
+        ("null", 5, 5, 5),
+        ("null", 10, 10, 10),
+        ("oracle", 5, 5, 5),
+        ("oracle", 10, 10, 10),
+    ]
+    # One queries shard serves both counts; the 5-query cell plays its first five.
+    con = connect(tmp_path)
+    assert con.execute("SELECT count(*) FROM queries").fetchone() == (10,)
+    ids = "SELECT query_id FROM episodes WHERE queries = $n AND agent = 'oracle'"
+    five = {r[0] for r in con.execute(ids, {"n": 5}).fetchall()}
+    ten = {r[0] for r in con.execute(ids, {"n": 10}).fetchall()}
+    assert len(five) == 5 and five < ten
+    before = shard_times(tmp_path)
+    again = multirun(tmp_path, "app=malt", "agent=oracle,null", "level=1", "queries=10,5")
+    assert shard_times(tmp_path) == before  # nothing rewritten
+    assert "run app=" not in again.stderr and "score app=" not in again.stderr
+
+
+def test_multirun_over_max_turns_keeps_both_variants(tmp_path):
+    require_root("the k8s app needs root")
+    multirun(tmp_path, "app=k8s", "agent=oracle", "level=1", "queries=3", "app.max_turns=3,10")
+    con = connect(tmp_path)
+    rows = con.execute(
+        "SELECT e.variant, c.variant_label, count(*), bool_and(e.correct) FROM episodes e "
+        "JOIN cells c USING (app, model, agent, level, seed, queries, variant) GROUP BY ALL "
+        "ORDER BY ALL"
+    ).fetchall()
+    # 10 is what conf/app/k8s.yaml says: that cell is the base one.
+    assert sorted((label, n, ok) for _, label, n, ok in rows) == [
+        ("app.max_turns=3", 3, True),
+        ("as configured", 3, True),
+    ]
+    # The config that produced every row is in the results.
+    configs = con.execute("SELECT variant, config FROM cells").fetchall()
+    assert {'"max_turns":3' in config for _, config in configs} == {True, False}
+    before = shard_times(tmp_path)
+    multirun(tmp_path, "app=k8s", "agent=oracle", "level=1", "queries=3", "app.max_turns=10,3")
+    assert shard_times(tmp_path) == before
+
+
+def test_sweep_with_a_query_count_axis_from_the_command_line(tmp_path):
+    require_root("the smoke grid's k8s app needs root")
+    config = ["grid=smoke", "apps=[malt,k8s]", "queries=[5,10]", f"data_dir={tmp_path}"]
+    done = subprocess.run(
+        [SNAKEMAKE, "--cores", "2", "sweep", "--config", *config],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    rows = (
+        connect(tmp_path)
+        .execute(
+            "SELECT app, queries, count(*), avg(correct::INT) FILTER (WHERE agent = 'oracle') "
+            "FROM episodes GROUP BY ALL ORDER BY ALL"
+        )
+        .fetchall()
+    )
+    assert rows == [
+        ("k8s", 5, 30, 1.0),
+        ("k8s", 10, 60, 1.0),
+        ("malt", 5, 30, 1.0),
+        ("malt", 10, 60, 1.0),
+    ]
+    # Each (app, level) generated once, at the larger count.
+    generated = list((tmp_path / "logs" / "generate").glob("*.log"))
+    assert len(generated) == 6
+    summary = next((tmp_path / "summaries").glob("smoke+*.md")).read_text()
+    assert " queries " in summary and " distinct " in summary
+    rerun = subprocess.run(
+        [SNAKEMAKE, "--cores", "2", "-n", "sweep", "--config", *config],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert "Nothing to be done" in rerun.stdout + rerun.stderr
