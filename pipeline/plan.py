@@ -68,10 +68,11 @@ class Plan:
         return max(counts)
 
     def app_overrides(self, app: str, app_variant: str) -> tuple[str, ...]:
-        """The app.* overrides that make `app_variant` (those of any of its cells)."""
+        """The overrides that make `app_variant` (those of any of its cells): its app.*
+        settings and how its queries are drawn (`allow_repeats`)."""
         for cell in self.cells:
             if (cell.app, cell.app_variant) == (app, app_variant):
-                return tuple(o for o in cell.overrides if o.startswith("app."))
+                return tuple(o for o in cell.overrides if _makes_queries(o))
         raise ConfigError(f"grid '{self.grid}' has no cell app={app} app_variant={app_variant}")
 
     def cell(self, key: tuple) -> Cell:
@@ -294,3 +295,10 @@ def read_plan(data_dir: str | Path, name: str) -> list[Cell]:
         )
     data = json.loads(path.read_text())
     return [Cell.from_dict(cell) for cell in data["cells"]]
+
+
+def _makes_queries(override: str) -> bool:
+    """Whether a variant override changes the queries themselves (variants.py:
+    the app section and `generation_settings`)."""
+    key = override.partition("=")[0]
+    return key.startswith("app.") or key == "allow_repeats"

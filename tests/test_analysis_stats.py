@@ -201,3 +201,27 @@ def test_summary_of_a_million_rows_is_fast(tmp_path):
     table = summary(tmp_path)
     assert time.perf_counter() - started < 1.0
     assert table["n"].sum() == 100_000
+
+
+def test_a_query_played_more_than_once_counts_once(tmp_path):
+    """40 episodes over 10 distinct queries (each played 4 times, e.g. allow_repeats):
+    rates and intervals are over the 10, so the interval is as wide as 10 draws give,
+    not as narrow as 40; the query-count study sees 10 queries."""
+    (cell,) = write_episodes(tmp_path, {("none", "oracle"): 0.5}, levels=(1,), queries=40)
+    (path,) = (tmp_path / "results" / "episodes").rglob("*.parquet")
+    table = pq.read_table(path, partitioning=None)
+    keys = [f"{i % 10:016x}" for i in range(40)]
+    correct = [i % 10 < 3 for i in range(40)]  # queries 0-2 solved, every time
+    for name, values in (("query_key", keys), ("correct", correct)):
+        index = table.schema.get_field_index(name)
+        table = table.set_column(index, name, pa.array(values, table.schema.field(name).type))
+    pq.write_table(table, path)
+    con = connect(tmp_path)
+    (row,) = stats.cell_metrics(con).to_dict("records")
+    assert (row["n"], row["n_distinct"], row["n_correct"]) == (40, 10, 3)
+    low, high = proportion_confint(3, 10, alpha=0.05, method="wilson")
+    assert (row["correct_wilson_lo"], row["correct_wilson_hi"]) == pytest.approx((low, high))
+    naive_low, naive_high = proportion_confint(12, 40, alpha=0.05, method="wilson")
+    assert high - low > naive_high - naive_low
+    study = query_count_study(con, cell.app, sizes=(5, 10, 40), reps=10, progress=False)
+    assert study.queries == 10

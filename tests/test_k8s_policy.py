@@ -369,4 +369,4 @@ def test_app_protocol_reply_format_and_few_shot():
         assert app.reply_format.check(reply) is None
     query = next(app.generate(1, 0, 1))
     oracle = app.oracle_reply(query, 1, query.prompt)
-    assert parse_reply(oracle).command == query.ground_truth["oracle_commands"][0]
+    assert parse_reply(oracle).command == query.ground_truth["oracle"][0]

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from pipeline.config import CONF_DIR
+from pipeline.config import load_choice
 from pipeline.errors import ConfigError
 from pipeline.variants import operational
 
@@ -47,7 +47,7 @@ class VllmModelConfig:
     kv_cache_bytes: int | None = operational(2 * 1024**3)
     tensor_parallel_size: int = 1
     enforce_eager: bool = True
-    gpu_memory_utilization: float | None = None
+    gpu_memory_utilization: float | None = operational(None)  # KV-cache room, like kv_cache_bytes
     tool_call_parser: str | None = "hermes"  # vLLM's parser of tool calls (None: no tools)
     extra_flags: list[str] = field(default_factory=list)
     extra_env: dict[str, str] = operational(default_factory=dict)
@@ -104,9 +104,5 @@ def model_config(section: object) -> VllmModelConfig:
 
 
 def load_model_config(name: str = "smollm2") -> VllmModelConfig:
-    """conf/model/<name>.yaml, checked."""
-    path = CONF_DIR / "model" / f"{name}.yaml"
-    if not path.is_file():
-        found = sorted(p.stem for p in path.parent.glob("*.yaml"))
-        raise ConfigError(f"no model config '{name}'; choose one of: {', '.join(found)}")
-    return model_config(OmegaConf.load(path))
+    """conf/model/<name>.yaml as Hydra composes it (with what it inherits), checked."""
+    return model_config(load_choice("model", name))
