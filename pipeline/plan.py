@@ -69,7 +69,7 @@ class Plan:
 
     def app_overrides(self, app: str, app_variant: str) -> tuple[str, ...]:
         """The overrides that make `app_variant` (those of any of its cells): its app.*
-        settings and how its queries are drawn (`allow_repeats`)."""
+        settings and how its queries are drawn (`allow_repeats`, `focus.*`)."""
         for cell in self.cells:
             if (cell.app, cell.app_variant) == (app, app_variant):
                 return tuple(o for o in cell.overrides if _makes_queries(o))
@@ -301,4 +301,4 @@ def _makes_queries(override: str) -> bool:
     """Whether a variant override changes the queries themselves (variants.py:
     the app section and `generation_settings`)."""
     key = override.partition("=")[0]
-    return key.startswith("app.") or key == "allow_repeats"
+    return key.startswith(("app.", "focus.")) or key == "allow_repeats"

@@ -28,7 +28,7 @@ import hashlib
 import logging
 import random
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Generic, NamedTuple, TypeVar
 
 from pipeline.core import Query, canonical_json
@@ -50,6 +50,24 @@ def query_id(app: str, level: int, seed: int, index: int) -> str:
 def query_rng(seed: int, level: int, index: int) -> random.Random:
     """The random stream of one query (every app draws query `index` from it alone)."""
     return random.Random(f"{seed}:{level}:{index}")
+
+
+def weighted_choice(
+    rng: random.Random,
+    options: Sequence[T],
+    weights: Mapping[str, float] | None = None,
+    label: Callable[[T], str] = str,
+) -> T:
+    """One of `options`: `rng.choice(options)` without weights (so a seed draws what it
+    always drew), else drawn with probability proportional to `weights[label(option)]`
+    (1.0 for a label the weights do not name). Failure-driven sampling passes the
+    weights of an earlier run's failures per operation label (pipeline/focus.py)."""
+    if weights is None:
+        return rng.choice(options)
+    chosen = [float(weights.get(label(o), 1.0)) for o in options]
+    if not any(w > 0 for w in chosen):
+        return rng.choice(options)
+    return rng.choices(options, weights=chosen)[0]
 
 
 def query_key(*parts: Any) -> str:
