@@ -85,6 +85,13 @@ class Plan:
     def model_cells(self, model: str) -> list[Cell]:
         return [c for c in self.cells if c.model == model]
 
+    def threads(self, model: str, cores: int) -> int:
+        """Threads a model's job asks for: on the CPU engine every core of a local run
+        (`cores`, Snakemake's --cores; the engine binds its OpenMP threads to the job's
+        CPUs, pipeline/serving/cpus.py), at least two; two otherwise (the client and the
+        environments; the model runs on GPUs). A cluster executor passes cores=1."""
+        return max(2, int(cores or 1)) if self.models[model]["kind"] == "vllm_cpu" else 2
+
     def gpus(self, model: str) -> int:
         """GPUs a model's server needs: its tensor-parallel size, on GPU engines only."""
         cfg = self.models[model]

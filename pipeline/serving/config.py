@@ -13,6 +13,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from pipeline.config import load_choice
 from pipeline.errors import ConfigError
+from pipeline.serving.cpus import check_cpu_bind
 from pipeline.variants import operational
 
 ENDPOINTS = ("managed", "external")
@@ -51,6 +52,10 @@ class VllmModelConfig:
     tool_call_parser: str | None = "hermes"  # vLLM's parser of tool calls (None: no tools)
     extra_flags: list[str] = field(default_factory=list)
     extra_env: dict[str, str] = operational(default_factory=dict)
+    # CPU engine: which CPUs its OpenMP threads use (pipeline/serving/cpus.py): available
+    # (every CPU the process may use, within the job's threads and the cgroup's quota),
+    # auto or nobind (vLLM's own), or a CPU list such as 0-3.
+    cpu_bind: str = operational("available")
     ready_timeout_s: float = operational(300.0)
     temperature: float = 0.0
     max_tokens: int = 512
@@ -59,6 +64,7 @@ class VllmModelConfig:
 
     def validate(self) -> None:
         """ConfigError naming the key and the allowed values for the first bad value."""
+        check_cpu_bind(self.cpu_bind)
         for key, value, allowed in (
             ("kind", self.kind, KINDS),
             ("endpoint", self.endpoint, ENDPOINTS),
