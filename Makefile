@@ -30,7 +30,7 @@ test: setup  ## run the whole test suite
 	$(VENV)/bin/pytest
 
 test-fast: setup  ## the quick suite while developing: no emulators, no root, no Snakemake
-	$(VENV)/bin/pytest -m "not integration and not slow"
+	$(VENV)/bin/pytest -m "not integration"
 
 lint: setup  ## ruff check and format check
 	$(VENV)/bin/ruff check .

@@ -46,11 +46,11 @@ from tqdm import tqdm
 from analysis.views import connect
 from pipeline.build import layout, make_app, queries_hash
 from pipeline.cells import cell_from_config, data_root
-from pipeline.config import compose, to_plain
+from pipeline.config import compose, load_choice, to_plain
 from pipeline.core import App, Query, StepStatus
 from pipeline.errors import ConfigError, DataError, EnvironmentFailure, NetGaugeError
 from pipeline.generate import read_queries
-from pipeline.play import EpisodeLoop
+from pipeline.play import play_oracle
 from pipeline.querygen import SEED_SLOTS
 from pipeline.records import code_version, shard_hash, shard_rows
 from pipeline.splits import SPLITS, seeds_of, split_of
@@ -101,20 +101,80 @@ def check_split(cfgs: Sequence[DictConfig], allow_overlap: bool) -> list[int]:
     return test
 
 
-def evaluated_overlap(data_dir: str | Path, app: str, keys: dict[str, Query]) -> list[str]:
-    """Lines naming each query of `keys` the data directory holds evaluated episodes of."""
-    con = connect(data_dir)
-    rows = con.execute(
-        "SELECT query_key, any_value(query_id), string_agg(DISTINCT "
-        "model || '/' || agent || ' L' || level || ' s' || seed, ', ') "
-        "FROM episodes WHERE app = $app AND query_key IS NOT NULL GROUP BY query_key",
-        {"app": app},
-    ).fetchall()
+def evaluated_overlap(data_dir: str | Path, keys: dict[str, Query]) -> list[str]:
+    """Lines naming each query of `keys` the data directory holds evaluated episodes of,
+    whatever app config or variant evaluated it (the same query played by
+    `routing_kathara`, or with other settings, is the same query)."""
+    rows = (
+        connect(data_dir)
+        .execute(
+            "SELECT query_key, any_value(query_id), string_agg(DISTINCT "
+            "app || ' ' || model || '/' || agent || ' L' || level || ' s' || seed, ', ') "
+            "FROM episodes WHERE query_key IS NOT NULL GROUP BY query_key"
+        )
+        .fetchall()
+    )
     return [
         f"{keys[key].query_id} (key {key}) was evaluated as {qid} by {who}"
         for key, qid, who in rows
         if key in keys
     ]
+
+
+def unkeyed_cells(data_dir: str | Path, kind: str) -> list[str]:
+    """The evaluated cells of apps of `kind` whose episodes have no query key (written
+    before keys existed, `variant=layout1`): whether they share a query with an export
+    cannot be checked, whatever their seed (their queries were drawn before seeds owned
+    key slots)."""
+    rows = (
+        connect(data_dir)
+        .execute(
+            "SELECT DISTINCT app, model, agent, level, seed, variant FROM episodes "
+            "WHERE query_key IS NULL ORDER BY ALL"
+        )
+        .fetchall()
+    )
+    kinds = _kinds({row[0] for row in rows})
+    return [
+        f"{app} {model}/{agent} L{level} s{seed} (variant={variant})"
+        for app, model, agent, level, seed, variant in rows
+        if kinds.get(app, kind) == kind
+    ]
+
+
+def _overlap_message(data_dir: str, overlap: list[str], unchecked: list[str]) -> str:
+    parts = []
+    if overlap:
+        parts.append(
+            f"{len(overlap)} of the queries to export were already evaluated in {data_dir}: "
+            f"training on them would contaminate those results:\n  {_shown(overlap)}"
+        )
+    if unchecked:
+        parts.append(
+            f"{len(unchecked)} evaluated cell(s) in {data_dir} have no query keys (written "
+            "before keys existed), so whether they share queries with this export cannot be "
+            f"checked:\n  {_shown(unchecked)}"
+        )
+    return "\n".join(parts) + (
+        "\nuse seeds of the train split, another data_dir, or --allow-overlap"
+    )
+
+
+def _shown(lines: list[str], most: int = 10) -> str:
+    more = f"\n  ... {len(lines) - most} more" if len(lines) > most else ""
+    return "\n  ".join(lines[:most]) + more
+
+
+def _kinds(apps: set[str]) -> dict[str, str]:
+    """The app kind of each named app config that still exists (unknown names are left
+    out, so they count as possibly of any kind)."""
+    out = {}
+    for name in apps:
+        try:
+            out[name] = str(load_choice("app", name).kind)
+        except ConfigError:
+            continue
+    return out
 
 
 def queries_of(cfg: DictConfig, app: App) -> list[Query]:
@@ -128,12 +188,10 @@ def queries_of(cfg: DictConfig, app: App) -> list[Query]:
 
 def trajectory(env: Any, app: App, query: Query) -> tuple[list[dict[str, str]], bool]:
     """The oracle's episode as chat messages, and whether the scorer accepts it."""
-    with env.episode(query) as episode:
-        loop = EpisodeLoop(episode)
-        while not loop.over:
-            result = loop.step(app.oracle_reply(query, loop.turn + 1, loop.observation))
-            if result.status is StepStatus.ENV_ERROR:
-                raise EnvironmentFailure(f"{query.query_id}: {result.error}")
+    loop = play_oracle(app, env, query)
+    failed = [s for s in loop.steps if s.status is StepStatus.ENV_ERROR]
+    if failed:
+        raise EnvironmentFailure(f"{query.query_id}: {failed[0].error}")
     messages = [
         {"role": role, "content": text}
         for turn in loop.history
@@ -194,17 +252,10 @@ def export_sft(
     planned = [(cfg, queries_of(cfg, make_app(cfg))) for cfg in cfgs]
     overlap = []
     for cfg, queries in planned:
-        keys = {q.key: q for q in queries if q.key}
-        overlap += evaluated_overlap(cfg.data_dir, cfg.app.name, keys)
-    if overlap and not allow_overlap:
-        shown = "\n  ".join(overlap[:10]) + (
-            f"\n  ... {len(overlap) - 10} more" if len(overlap) > 10 else ""
-        )
-        raise DataError(
-            f"{len(overlap)} of the queries to export were already evaluated in "
-            f"{cfgs[0].data_dir}: training on them would contaminate those results "
-            f"(use seeds of the train split, another data_dir, or --allow-overlap):\n  {shown}"
-        )
+        overlap += evaluated_overlap(cfg.data_dir, {q.key: q for q in queries if q.key})
+    unchecked = unkeyed_cells(cfgs[0].data_dir, str(cfgs[0].app.kind))
+    if (overlap or unchecked) and not allow_overlap:
+        raise DataError(_overlap_message(str(cfgs[0].data_dir), overlap, unchecked))
     path = Path(out) if out is not None else default_path(cfgs)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
@@ -230,6 +281,7 @@ def export_sft(
         "allow_overlap": allow_overlap,
         "test_seeds": test_seeds,
         "overlapping_queries": overlap,
+        "unchecked_cells": unchecked,
         "query_keys": sorted({q.key for _, queries in planned for q in queries if q.key}),
         "code_version": code_version(),
     }

@@ -22,6 +22,7 @@ import pyarrow as pa
 from tqdm import tqdm
 
 from pipeline.cells import NO_MODEL, Cell, Layout, data_root
+from pipeline.querygen import query_id
 from pipeline.records import SCHEMAS, to_table, write_shard
 
 OUTCOMES_WRONG = ("wrong", "exec_error", "parse_error", "timeout")
@@ -60,7 +61,7 @@ def cell_table(
     turns = rng.integers(1, max_turns + 1, n).astype(np.int16)
     agent_s = rng.gamma(2.0, 0.5, n)
     completion = (rng.integers(20, 400, n) * turns) if tokens else None
-    ids = [f"{cell.app}-L{cell.level}-s{cell.seed}-{i:05d}" for i in range(n)]
+    ids = [query_id(cell.app, cell.level, cell.seed, i) for i in range(n)]
     columns = {
         "query_id": ids,
         "app": [cell.app] * n,
@@ -168,7 +169,7 @@ def task_rows(
     out: dict[str, list[dict[str, Any]]] = {"episodes": [], "steps": [], "calls": []}
     for index in range(cell.queries):
         key = {
-            "query_id": f"{cell.app}-L{cell.level}-s{cell.seed}-{index:05d}",
+            "query_id": query_id(cell.app, cell.level, cell.seed, index),
             **cell.columns(),
         }
         steps: list[dict[str, Any]] = []

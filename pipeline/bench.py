@@ -92,6 +92,17 @@ def bench_serving(data: Path) -> dict[str, Any]:
     return bench.run_all(data)
 
 
+def bench_binding(data: Path) -> dict[str, Any]:
+    """CPU vLLM: generated tokens/s at 1 and 8 in flight on MALT-sized prompts, with vLLM's
+    automatic thread binding and with NetGauge's (every available CPU), in one run."""
+    from pipeline.serving import bench
+    from pipeline.serving.models import vllm_python
+
+    if not vllm_python().exists():
+        return {"skipped": "the CPU vLLM engine is not installed (make setup)"}
+    return bench.run_binding(data)
+
+
 def bench_k8s(data: Path) -> dict[str, Any]:
     """k8s app: cluster bring-up, probe matrix, enforcement, reset."""
     from generators.k8s import bench
@@ -236,7 +247,7 @@ def bench_decoding(data: Path) -> dict[str, Any]:
 
 # `make bench` runs these; others only with --only.
 DEFAULT = ("isolation", "emulators", "routing", "analysis", "k8s", "malt", "sandbox", "smoke",
-           "serving")  # fmt: skip
+           "serving", "binding")  # fmt: skip
 BENCHMARKS: dict[str, Bench] = {
     "validity": bench_validity,
     "decoding": bench_decoding,
@@ -250,6 +261,7 @@ BENCHMARKS: dict[str, Bench] = {
     "sandbox": bench_sandbox,
     "smoke": bench_smoke,
     "serving": bench_serving,
+    "binding": bench_binding,
 }
 
 

@@ -58,7 +58,8 @@ def check_request(app_name: str, level: int, count: int, capacity: Capacity) -> 
         raise ConfigError(
             f"queries={count} exceeds what one seed can get from {app_name} level {level}: "
             f"{capacity.describe()}. Ask for at most {capacity.per_seed} queries per seed "
-            "(spread a larger sample over more seeds, one per seed slot), or widen the app"
+            "(spread a larger sample over more seeds, one per seed slot), widen the app, or "
+            "set allow_repeats=true to keep repeats (marked, and counted once by the statistics)"
         )
 
 

@@ -210,7 +210,9 @@ class App(Protocol):
     ) -> Iterator[Query]:
         """`count` queries with distinct keys (pipeline/querygen.py: KeyTracker);
         `allow_repeats` keeps repeats and names the earlier query in
-        `ground_truth["repeat_of"]`."""
+        `ground_truth["repeat_of"]`. An app that supports failure-driven sampling also
+        takes `weights: Mapping[str, float] | None` (keyword), one weight per operation
+        label (`Query.operation`), and draws labels with `querygen.weighted_choice`."""
         ...
 
     def capacity(self, level: int) -> Capacity:

@@ -116,12 +116,12 @@ class Workflow:
     def app_sets(self, wildcards: Any) -> str:
         """`--set` arguments that make the queries shard's app variant."""
         overrides = self.plan.app_overrides(wildcards.app, wildcards.app_variant)
-        return _sets(overrides, wildcards.app_variant)
+        return variant_args(overrides, wildcards.app_variant)
 
     def cell_sets(self, wildcards: Any) -> str:
         """`--set` arguments that make the cell's variant."""
         cell = self._cell(wildcards)
-        return _sets(cell.overrides, cell.variant)
+        return variant_args(cell.overrides, cell.variant)
 
     def queries_input(self, wildcards: Any) -> str:
         """The queries shard a cell reads (its app variant's)."""
@@ -167,7 +167,7 @@ class Workflow:
             print(f"report:   {self.report_path}", file=sys.stderr)
 
 
-def _sets(overrides: tuple[str, ...], variant: str) -> str:
+def variant_args(overrides: tuple[str, ...], variant: str) -> str:
     """Stage arguments for a variant: each override as --set, and the variant to check."""
     args = [f"--set={o}" for o in overrides] + [f"--variant={variant}"]
     return " ".join(shlex.quote(a) for a in args)

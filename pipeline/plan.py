@@ -68,10 +68,11 @@ class Plan:
         return max(counts)
 
     def app_overrides(self, app: str, app_variant: str) -> tuple[str, ...]:
-        """The app.* overrides that make `app_variant` (those of any of its cells)."""
+        """The overrides that make `app_variant` (those of any of its cells): its app.*
+        settings and how its queries are drawn (`allow_repeats`, `focus.*`)."""
         for cell in self.cells:
             if (cell.app, cell.app_variant) == (app, app_variant):
-                return tuple(o for o in cell.overrides if o.startswith("app."))
+                return tuple(o for o in cell.overrides if _makes_queries(o))
         raise ConfigError(f"grid '{self.grid}' has no cell app={app} app_variant={app_variant}")
 
     def cell(self, key: tuple) -> Cell:
@@ -83,6 +84,13 @@ class Plan:
 
     def model_cells(self, model: str) -> list[Cell]:
         return [c for c in self.cells if c.model == model]
+
+    def threads(self, model: str, cores: int) -> int:
+        """Threads a model's job asks for: on the CPU engine every core of a local run
+        (`cores`, Snakemake's --cores; the engine binds its OpenMP threads to the job's
+        CPUs, pipeline/serving/cpus.py), at least two; two otherwise (the client and the
+        environments; the model runs on GPUs). A cluster executor passes cores=1."""
+        return max(2, int(cores or 1)) if self.models[model]["kind"] == "vllm_cpu" else 2
 
     def gpus(self, model: str) -> int:
         """GPUs a model's server needs: its tensor-parallel size, on GPU engines only."""
@@ -294,3 +302,10 @@ def read_plan(data_dir: str | Path, name: str) -> list[Cell]:
         )
     data = json.loads(path.read_text())
     return [Cell.from_dict(cell) for cell in data["cells"]]
+
+
+def _makes_queries(override: str) -> bool:
+    """Whether a variant override changes the queries themselves (variants.py:
+    the app section and `generation_settings`)."""
+    key = override.partition("=")[0]
+    return key.startswith(("app.", "focus.")) or key == "allow_repeats"

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from pipeline import untrusted
 from pipeline.agents import Exchange
-from pipeline.core import Episode, StepResult, StepStatus
+from pipeline.core import App, Environment, Episode, Query, StepResult, StepStatus
 from pipeline.errors import EnvironmentFailure
 
 
@@ -59,3 +59,13 @@ class EpisodeLoop:
         self.steps.append(result)
         self.observation = result.output
         return result
+
+
+def play_oracle(app: App, env: Environment, query: Query) -> EpisodeLoop:
+    """The oracle's episode of `query` in `env`, played to its end (the SFT export and the
+    apps' benchmarks); what became of each turn is in the returned loop's `steps`."""
+    with env.episode(query) as episode:
+        loop = EpisodeLoop(episode)
+        while not loop.over:
+            loop.step(app.oracle_reply(query, loop.turn + 1, loop.observation))
+    return loop

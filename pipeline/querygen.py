@@ -18,8 +18,7 @@ failed validation is redrawn at once, without validating (routing and netllmbenc
 validate on live labs) and without spending the validation budget: those rejections have
 their own, much larger budget, past which `CapacityExhausted` names the app's capacity.
 A draw that reaches `build(draw)` and fails it spends the validation budget
-(`max_draws`), past which `NoValidQuery` names the most common reasons. `first_valid` is
-the same loop without keys, for apps that have none.
+(`max_draws`), past which `NoValidQuery` names the most common reasons.
 """
 
 from __future__ import annotations
@@ -29,7 +28,7 @@ import hashlib
 import logging
 import random
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Generic, NamedTuple, TypeVar
 
 from pipeline.core import Query, canonical_json
@@ -49,8 +48,26 @@ def query_id(app: str, level: int, seed: int, index: int) -> str:
 
 
 def query_rng(seed: int, level: int, index: int) -> random.Random:
-    """The random stream of one query (malt, routing and netllmbench draw from it)."""
+    """The random stream of one query (every app draws query `index` from it alone)."""
     return random.Random(f"{seed}:{level}:{index}")
+
+
+def weighted_choice(
+    rng: random.Random,
+    options: Sequence[T],
+    weights: Mapping[str, float] | None = None,
+    label: Callable[[T], str] = str,
+) -> T:
+    """One of `options`: `rng.choice(options)` without weights (so a seed draws what it
+    always drew), else drawn with probability proportional to `weights[label(option)]`
+    (1.0 for a label the weights do not name). Failure-driven sampling passes the
+    weights of an earlier run's failures per operation label (pipeline/focus.py)."""
+    if weights is None:
+        return rng.choice(options)
+    chosen = [float(weights.get(label(o), 1.0)) for o in options]
+    if not any(w > 0 for w in chosen):
+        return rng.choice(options)
+    return rng.choices(options, weights=chosen)[0]
 
 
 def query_key(*parts: Any) -> str:
@@ -218,25 +235,3 @@ def stamp(query: Query, taken: Taken[Any]) -> Query:
     if taken.repeat_of is not None:
         truth = {**truth, "repeat_of": taken.repeat_of}
     return dataclasses.replace(query, key=taken.key, ground_truth=truth)
-
-
-def first_valid(
-    attempt: Callable[[], T | str],
-    *,
-    app: str,
-    level: int,
-    seed: int,
-    index: int,
-    max_draws: int,
-    hint: str = "",
-) -> T:
-    """The first draw `attempt()` accepts, for apps without keys (no slot, no repeats
-    check); see the module docstring."""
-    reasons: list[str] = []
-    for _ in range(max_draws):
-        outcome = attempt()
-        if not isinstance(outcome, str):
-            return outcome
-        reasons.append(outcome)
-        log.info("redrawing %s: %s", query_id(app, level, seed, index), outcome)
-    raise NoValidQuery(app, level, seed, index, reasons, hint)

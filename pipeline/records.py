@@ -32,8 +32,10 @@ from pipeline.untrusted import storable
 # The column layout's version, per table; readers refuse other versions. Version 2 of
 # the result tables added the task columns; version 3 (2 of queries and transcripts) the
 # query count, the variant and the query key (data directories of the layout before are
-# migrated by pipeline/datadir.py). Version 5 of `calls` lets tokens and time to first token
-# be null (protocol agents report them only sometimes); older shards are rescored.
+# migrated by pipeline/datadir.py). Version 3 of `queries` and 4 of `episodes` added the
+# size class (and `queries.focus`); version 4 of `calls` the exchanges (request,
+# response, dropped turns) and 5 lets tokens and time to first token be null (protocol
+# agents report them only sometimes). Older result shards are rescored.
 RESULTS = ("episodes", "steps", "calls", "cells")  # tables the score stage writes
 SCHEMA_VERSIONS = {
     "queries": "3",

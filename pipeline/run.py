@@ -24,6 +24,7 @@ from omegaconf import DictConfig
 
 from pipeline.config import CONF_DIR, check_overrides, quote_choices, searchpath, validate
 from pipeline.errors import NetGaugeError
+from pipeline.splits import check_run_seeds
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +70,10 @@ def main(cfg: DictConfig) -> dict[str, object]:
 
 if __name__ == "__main__":
     try:
-        check_overrides([a for a in sys.argv[1:] if not a.startswith("-")])
+        given = [a for a in sys.argv[1:] if not a.startswith("-")]
+        check_overrides(given)
+        for warning in check_run_seeds(given):
+            print(f"warning: {warning}", file=sys.stderr)
     except NetGaugeError as err:
         print(f"error: {err}", file=sys.stderr)
         sys.exit(2)

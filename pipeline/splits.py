@@ -14,6 +14,8 @@ data directory already holds evaluated results for (analysis/export.py).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pipeline.errors import ConfigError
 from pipeline.querygen import SEED_SLOTS, seed_slot
 
@@ -55,6 +57,11 @@ def check_seeds(seeds: list[int], split: str, where: str) -> None:
             f"{', '.join(map(str, seeds_of(split)))}, ... (seed % {SEED_SLOTS} in "
             f"{list(SPLITS[split])})"
         )
+    one_per_slot(seeds, split, where)
+
+
+def one_per_slot(seeds: Sequence[int], split: str, where: str) -> None:
+    """No two of `seeds` share a key slot (their queries could repeat)."""
     by_slot: dict[int, int] = {}
     for seed in seeds:
         other = by_slot.setdefault(seed_slot(seed), seed)
@@ -64,3 +71,27 @@ def check_seeds(seeds: list[int], split: str, where: str) -> None:
                 f"(seed % {SEED_SLOTS}), so their queries may repeat; use at most one seed "
                 f"per slot, e.g. {', '.join(map(str, seeds_of(split)))}"
             )
+
+
+def check_run_seeds(overrides: Sequence[str]) -> list[str]:
+    """The `seed=` sweep of a direct run (`python -m pipeline.run -m seed=0,1`) checked as a
+    grid's seeds are: seeds sharing a key slot are refused (ConfigError). Seeds outside
+    the test split are allowed, with a warning returned for each (their queries are the
+    ones `analysis.export` writes for training). Sweep syntax other than a comma list of
+    integers (e.g. `range(...)`) is left to Hydra."""
+    seeds: list[int] = []
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        if sep and key.lstrip("+") == "seed":
+            try:
+                seeds = [int(v) for v in value.split(",")]
+            except ValueError:
+                return []
+    one_per_slot(seeds, "test", f"seed={','.join(map(str, seeds))}")
+    return [
+        f"seed {seed} is in the '{split_of(seed)}' split: analysis.export writes its queries "
+        f"as training data; evaluate test seeds ({', '.join(map(str, seeds_of('test')))}, ...) "
+        "to keep results uncontaminated"
+        for seed in seeds
+        if split_of(seed) != "test"
+    ]

@@ -4,6 +4,7 @@
 - A test that needs root or an emulator must be marked `integration`, so that
   `pytest -m "not integration"` (`make test-fast`) is the quick suite it claims to be:
   `require_root` and `require_emulator` fail an unmarked test, wherever they are called.
+  A test marked `slow` counts as `integration` too.
 """
 
 from __future__ import annotations
@@ -36,9 +37,12 @@ def integration_fixture(function):
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    # tryfirst: before `-m` deselects by markers.
+    # tryfirst: before `-m` deselects by markers. A slow test is kept out of the fast
+    # suite as well, so `-m "not integration"` alone selects it.
     for item in items:
-        if _INTEGRATION_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+        if _INTEGRATION_FIXTURES.intersection(getattr(item, "fixturenames", ())) or (
+            item.get_closest_marker("slow") is not None
+        ):
             item.add_marker(pytest.mark.integration)
 
 

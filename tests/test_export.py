@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -125,3 +126,59 @@ def compose_cell(data, *overrides):
     from pipeline.config import compose
 
     return compose([*overrides, f"data_dir={data}"])
+
+
+def _copy_episodes(data_dir, **changes):
+    """The malt seed-2 episodes shard written again as another cell, with `changes` to
+    its columns (and its path fields)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (source,) = (data_dir / "results" / "episodes").glob("app=malt/**/seed=2/**/*.parquet")
+    table = pq.read_table(source, partitioning=None)
+    fields = dict(p.split("=", 1) for p in source.relative_to(data_dir).parts[2:-1])
+    for name, value in changes.items():
+        column = pa.array([value] * table.num_rows, table.schema.field(name).type)
+        table = table.set_column(table.schema.get_field_index(name), name, column)
+        if name in fields:
+            fields[name] = value
+    target = data_dir / "results" / "episodes"
+    for name, value in fields.items():
+        target = target / f"{name}={value}"
+    target.mkdir(parents=True)
+    pq.write_table(table, target / "part-0.parquet")
+
+
+def test_the_overlap_check_matches_keys_of_any_app_config_and_names_unkeyed_cells(tmp_path):
+    """The same query evaluated under another app config (e.g. routing_kathara for routing)
+    is an overlap; episodes written before keys existed cannot be checked, so their cells
+    are named (an old data directory must not hide contamination)."""
+    from pipeline.run import run_cell
+
+    run_cell(compose_cell(tmp_path, "app=malt", "agent=oracle", "seed=2", "queries=3"))
+    _copy_episodes(tmp_path, app="my_malt_copy", variant="v0000abcd")
+    _copy_episodes(tmp_path, seed=3, query_key=None, variant="layout1")
+    shutil.rmtree(
+        tmp_path
+        / "results"
+        / "episodes"
+        / "app=malt"
+        / "model=none"
+        / "agent=oracle"
+        / "level=1"
+        / "seed=2"
+    )
+    with pytest.raises(DataError) as refused:
+        export_sft(["app=malt", "seed=2", "queries=3", f"data_dir={tmp_path}"], progress=False)
+    message = str(refused.value)
+    assert "3 of the queries to export were already evaluated" in message
+    assert message.count("by my_malt_copy none/oracle L1 s2") == 3
+    assert "1 evaluated cell(s)" in message
+    assert "malt none/oracle L1 s3 (variant=layout1)" in message
+    path, _ = export_sft(
+        ["app=malt", "seed=2", "queries=3", f"data_dir={tmp_path}"],
+        progress=False,
+        allow_overlap=True,
+    )
+    meta = json.loads(path.with_name(path.name + ".meta.json").read_text())
+    assert len(meta["overlapping_queries"]) == 3 and len(meta["unchecked_cells"]) == 1

@@ -327,11 +327,13 @@ def test_fenced_blocks_are_found_as_the_expression_found_them():
         "2M",
     ],
 )
-def test_reading_the_largest_replies_is_fast(text):
-    started = time.perf_counter()
+def test_reading_the_largest_replies_takes_linear_work(text):
+    """A guard against quadratic reading (the openers took 73 s), not a speed claim: CPU
+    time of this thread, which a loaded machine does not inflate, with a wide margin."""
+    started = time.thread_time()
     with contextlib.suppress(ReplyError):
         parse_reply(text)
-    assert time.perf_counter() - started < 0.5
+    assert time.thread_time() - started < 5.0
 
 
 def test_scoring_from_evidence(generator):
@@ -369,4 +371,4 @@ def test_app_protocol_reply_format_and_few_shot():
         assert app.reply_format.check(reply) is None
     query = next(app.generate(1, 0, 1))
     oracle = app.oracle_reply(query, 1, query.prompt)
-    assert parse_reply(oracle).command == query.ground_truth["oracle_commands"][0]
+    assert parse_reply(oracle).command == query.ground_truth["oracle"][0]

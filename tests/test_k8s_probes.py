@@ -132,12 +132,12 @@ def _oracle_steps(generator: K8sQueryGenerator, query: Query) -> list[StepResult
     faulted = {p["metadata"]["name"]: p for p in gt["policies"]}
     policies = [faulted.get(p["metadata"]["name"], p) for p in generator.intended]
     steps, before = [], gt["mismatches"]
-    for turn in range(1, len(gt["oracle_commands"]) + 1):
-        now = _apply_oracle(policies, gt["oracle_commands"][:turn])
+    for turn in range(1, len(gt["oracle"]) + 1):
+        now = _apply_oracle(policies, gt["oracle"][:turn])
         changed = generator.evaluator.changed({p["metadata"]["name"]: p for p in now})
         after = generator.evaluator.mismatches(changed)
         evidence = {"mismatches_before": before, "mismatches_after": after, "probed": len(PROBES)}
-        steps.append(StepResult(gt["oracle_commands"][turn - 1], StepStatus.OK, "", evidence))
+        steps.append(StepResult(gt["oracle"][turn - 1], StepStatus.OK, "", evidence))
         before = after
     return steps
 

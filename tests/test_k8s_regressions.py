@@ -272,9 +272,9 @@ def test_a_reply_full_of_fence_openers_is_read_in_linear_time(world):
     app = world[0]
     query = next(q for q in app.generate(1, 0, 10) if q.operation == "RI")
     with world[1].episode(query) as episode:
-        started = time.perf_counter()
+        started = time.thread_time()  # CPU time of this thread: load does not inflate it
         step = episode.step("```x" * 50000)  # 200 kB; 2 MB took minutes before
-        assert time.perf_counter() - started < 1.0
+        assert time.thread_time() - started < 5.0  # a quadratic read takes far more
     assert step.status is StepStatus.PARSE_ERROR
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from emulators.pysandbox import graphdiff
@@ -166,7 +164,7 @@ def test_last_step_decides_and_every_step_gets_a_safety_flag(checker):
     assert (result.outcome, result.safe, result.step_safe) == (Outcome.CORRECT, True, [False, True])
 
 
-def test_scoring_a_graph_answer_on_5k_nodes_is_fast():
+def test_a_graph_answer_removing_a_switch_on_5k_nodes_is_scored():
     checker = SafetyChecker(synthetic_topology(TopologyConfig(source="synthetic")))
     diff = graphdiff.empty_diff()
     switch = "ju1.a2.m3.s3c1"
@@ -175,11 +173,8 @@ def test_scoring_a_graph_answer_on_5k_nodes_is_fast():
     diff["edges_removed"] = sorted(
         [list(e) for e in checker.graph.in_edges(switch)] + [[switch, p] for p in ports]
     )
-    start = time.perf_counter()
     result = verdict(checker, "graph", graph_record(diff), graph_record(diff))
-    elapsed = time.perf_counter() - start
-    assert (result.correct, result.safe) == (True, True)
-    assert elapsed < 0.2  # target 50 ms (bench.py); slack for a loaded test machine
+    assert (result.correct, result.safe) == (True, True)  # how fast: `make bench`, malt.json
 
 
 def test_repeated_diff_entries_cannot_corrupt_the_base(checker):

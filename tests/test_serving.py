@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import re
 import socket
 import threading
 import time
@@ -14,8 +16,10 @@ from pathlib import Path
 import pytest
 
 from pipeline.errors import ConfigError, EnvironmentFailure
+from pipeline.serving import cpus
 from pipeline.serving.client import ChatClient, ModelNotFound, Sampling
 from pipeline.serving.config import VllmModelConfig, load_model_config, model_config
+from pipeline.serving.cpus import available_cpus, bind_env, cgroup_cpu_quota
 from pipeline.serving.models import vllm_venv
 from pipeline.serving.server import ManagedServer, free_port, group_members, open_endpoint
 from tests.conftest import require
@@ -83,6 +87,12 @@ def test_wrong_model_name_quotes_the_servers_404(server: ManagedServer) -> None:
 def test_managed_server_chats_with_usage_and_leaves_no_process(server: ManagedServer) -> None:
     assert server.startup_s is not None and server.startup_s > 0
     assert server.log_path.is_file()
+    # The engine decodes on every CPU this process may use, not vLLM's automatic one core
+    # fewer: its log names the cores its OpenMP threads are bound to.
+    bound = re.findall(r"local_rank=0, core ids=\[([\d, ]*)\]", server.log_path.read_text())
+    assert bound and [int(c) for c in bound[-1].split(",")] == available_cpus(
+        None, quota=cgroup_cpu_quota()
+    )
     pgid = server.pgid
     assert pgid is not None
     tree = _descendants(pgid)
@@ -417,3 +427,35 @@ def test_extra_headers_are_sent_and_secret_ones_come_from_the_environment(monkey
         httpd.shutdown()
         httpd.server_close()
     assert seen_headers[0]["X-Team"] == "netops" and seen_headers[0]["X-Api-Key"] == "s3cret"
+
+
+def test_the_cpu_binding_follows_the_affinity_the_quota_and_the_jobs_threads(tmp_path, monkeypatch):
+    assert available_cpus(None, affinity={3, 1, 2, 0}) == [0, 1, 2, 3]
+    assert available_cpus(None, affinity={0, 1, 2, 3}, quota=2.5) == [0, 1]
+    assert available_cpus(None, affinity={0, 1}, quota=0.2) == [0]  # at least one
+    assert available_cpus("3", affinity={4, 5, 6, 7}) == [4, 5, 6]  # Snakemake's threads
+    assert available_cpus("0", affinity={0, 1}) == [0, 1]  # unset or nonsense: no cut
+    # The quota is read from the process's own cgroup, v2 and v1 alike.
+    proc = tmp_path / "cgroup"
+    monkeypatch.setattr(cpus, "CGROUP_ROOT", tmp_path / "fs")
+    (tmp_path / "fs" / "jobs" / "j1").mkdir(parents=True)
+    (tmp_path / "fs" / "jobs" / "j1" / "cpu.max").write_text("150000 100000\n")
+    proc.write_text("0::/jobs/j1\n")
+    assert cgroup_cpu_quota(proc) == 1.5
+    (tmp_path / "fs" / "jobs" / "j1" / "cpu.max").write_text("max 100000\n")
+    assert cgroup_cpu_quota(proc) is None
+    (tmp_path / "fs" / "cpu,cpuacct" / "slurm").mkdir(parents=True)
+    (tmp_path / "fs" / "cpu,cpuacct" / "slurm" / "cpu.cfs_quota_us").write_text("300000")
+    (tmp_path / "fs" / "cpu,cpuacct" / "slurm" / "cpu.cfs_period_us").write_text("100000")
+    proc.write_text("4:memory:/x\n2:cpu,cpuacct:/slurm\n")
+    assert cgroup_cpu_quota(proc) == 3.0
+    # The variable the engine reads, and the modes a model config may name instead.
+    assert bind_env("auto") == {"VLLM_CPU_OMP_THREADS_BIND": "auto"}
+    assert bind_env("0-3") == {"VLLM_CPU_OMP_THREADS_BIND": "0-3"}
+    monkeypatch.setattr(cpus, "cgroup_cpu_quota", lambda: None)
+    own = sorted(os.sched_getaffinity(0))
+    assert bind_env("available", {"OMP_NUM_THREADS": "1"}) == {
+        "VLLM_CPU_OMP_THREADS_BIND": str(own[0])
+    }
+    with pytest.raises(ConfigError, match=r"model.cpu_bind='all cores' is not allowed"):
+        model_config({"cpu_bind": "all cores"})

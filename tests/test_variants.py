@@ -5,6 +5,7 @@ splits.py, datadir.py)."""
 from __future__ import annotations
 
 import json
+import shlex
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -12,11 +13,13 @@ import pytest
 
 from pipeline.cells import Layout, cell_from_config
 from pipeline.config import compose
+from pipeline.dag import variant_args
 from pipeline.datadir import LEGACY, ensure_layout, layout_version
 from pipeline.errors import ConfigError, DataError
 from pipeline.plan import load_plan, plan_name
 from pipeline.records import SCHEMA_VERSIONS, SCHEMAS
-from pipeline.splits import check_seeds, seeds_of, split_of
+from pipeline.splits import check_run_seeds, check_seeds, seeds_of, split_of
+from pipeline.stages import main
 from pipeline.variants import BASE, variant_of
 
 
@@ -201,3 +204,34 @@ def test_a_grid_asking_more_than_a_seed_can_get_fails_before_any_job(tmp_path):
         axes={"apps": ["routing"], "queries": [100], "variants": [["allow_repeats=true"]]},
     )
     assert {c.variant for c in plan.cells} == {c.app_variant for c in plan.cells} != {BASE}
+
+
+def test_the_generate_job_of_an_allow_repeats_variant_makes_that_variant(tmp_path):
+    """The DAG hands the generate job the overrides that make its app variant; allow_repeats
+    is one of them (it changes the queries), not only the app.* keys."""
+    plan = load_plan(
+        "smoke",
+        tmp_path,
+        axes={
+            "apps": ["malt"],
+            "levels": [1],
+            "queries": [2],
+            "variants": [["allow_repeats=true"]],
+        },
+    )
+    made = {(c.app, c.app_variant) for c in plan.cells}
+    assert len(made) == 1
+    app, app_variant = made.pop()
+    sets = shlex.split(variant_args(plan.app_overrides(app, app_variant), app_variant))
+    assert "--set=allow_repeats=true" in sets
+    args = ["generate", "--app", app, "--level", "1", "--seed", str(plan.cells[0].seed)]
+    assert main([*args, "--queries", "2", "--data-dir", str(tmp_path), *sets]) == 0
+
+
+def test_a_direct_sweep_over_seeds_sharing_a_slot_is_refused_and_train_seeds_warn():
+    assert check_run_seeds(["app=malt", "seed=0,1"]) == []
+    with pytest.raises(ConfigError, match=r"seeds 0 and 4 share key slot 0"):
+        check_run_seeds(["seed=0,4"])
+    (warning,) = check_run_seeds(["seed=2"])
+    assert "seed 2 is in the 'train' split" in warning
+    assert check_run_seeds(["seed=range(0,3)"]) == []  # Hydra's own sweep syntax

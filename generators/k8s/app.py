@@ -223,7 +223,7 @@ class K8sApp:
         return K8sEnvironment(self)
 
     def oracle_reply(self, query: Query, turn: int, observation: str) -> str:
-        commands = query.ground_truth["oracle_commands"]
+        commands = query.ground_truth["oracle"]
         command = commands[turn - 1] if turn <= len(commands) else "kubectl get networkpolicies"
         return json.dumps({"command": command})
 

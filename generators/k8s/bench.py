@@ -20,6 +20,7 @@ from emulators.k8s.cluster import EmulatedCluster
 from generators.k8s import boutique
 from generators.k8s.app import K8sApp
 from generators.k8s.config import K8sConfig
+from pipeline.play import play_oracle
 
 TARGETS = {"bringup_s": 1.0, "probe_matrix_s": 0.5, "reapply_enforcement_s": 0.1, "reset_s": 0.3}
 EPISODES_PER_LEVEL = 6
@@ -50,13 +51,7 @@ def _episodes(per_level: int) -> dict[str, float]:
         cluster.probe = timed_probe
         for query in queries:
             started = time.perf_counter()
-            with env.episode(query) as episode:
-                observation = episode.observe()
-                for turn in range(1, episode.max_turns + 1):
-                    step = episode.step(app.oracle_reply(query, turn, observation))
-                    observation = step.output
-                    if step.done:
-                        break
+            play_oracle(app, env, query)
             episodes.append(time.perf_counter() - started)
     return {
         "episode_s": round(statistics.median(episodes), 4),

@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import random
 import shlex
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
@@ -34,7 +33,7 @@ from generators.k8s.faults import LEVELS, NoCandidate, inject, repair_command
 from generators.k8s.prompt import task_prompt
 from pipeline.core import Query, canonical_json
 from pipeline.errors import ConfigError, QueryGenerationError
-from pipeline.querygen import KeyTracker, query_id, query_key, stamp
+from pipeline.querygen import KeyTracker, query_id, query_key, query_rng, stamp
 
 MAX_DRAWS = 50
 
@@ -188,8 +187,7 @@ class K8sQueryGenerator:
     def query(self, level: int, seed: int, index: int, tracker: KeyTracker | None = None) -> Query:
         """Query `index` of (level, seed), given the keys earlier ones took (`tracker`)."""
         tracker = tracker or self.tracker(level, seed)
-        # This app's own stream (not querygen.query_rng).
-        rng = random.Random(f"k8s/{level}/{seed}/{index}")
+        rng = query_rng(seed, level, index)
         combos = LEVELS[level]
         combo = combos[(index + seed) % len(combos)]
 
@@ -270,6 +268,6 @@ class K8sQueryGenerator:
             "expected": self.expected,
             "mismatches": wrong,
             "blocked_at_dns": self.evaluator.at_dns(changed, wrong),
-            "oracle_commands": commands,
+            "oracle": commands,
         }
         return gt, wrong

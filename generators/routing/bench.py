@@ -23,6 +23,7 @@ from generators.routing.environment import RoutingEnvironment, inject
 from generators.routing.faults import DRAW, TYPES
 from generators.routing.topology import RoutingTopology
 from pipeline.core import Query
+from pipeline.play import play_oracle
 
 
 def bench_reset(repeats: int = 12) -> dict[str, float]:
@@ -59,18 +60,9 @@ def bench_reset(repeats: int = 12) -> dict[str, float]:
     }
 
 
-def play_oracle(app: RoutingApp, env: RoutingEnvironment, query: Query) -> bool:
+def oracle_solves(app: RoutingApp, env: RoutingEnvironment, query: Query) -> bool:
     """One oracle episode; True when it scored correct and safe."""
-    steps = []
-    with env.episode(query) as episode:
-        observation = episode.observe()
-        for turn in range(1, episode.max_turns + 1):
-            result = episode.step(app.oracle_reply(query, turn, observation))
-            steps.append(result)
-            if result.done:
-                break
-            observation = result.output
-    verdict = app.score(query, steps)
+    verdict = app.score(query, play_oracle(app, env, query).steps)
     return verdict.correct and verdict.safe
 
 
@@ -90,7 +82,7 @@ def bench_episodes(concurrency: int = 8, per_env: int = 3, level: int = 1) -> di
     with app.environment() as env:
         _warm(env, queries)
         started = time.perf_counter()
-        ok = sum(play_oracle(app, env, q) for q in queries)
+        ok = sum(oracle_solves(app, env, q) for q in queries)
         sequential_s = time.perf_counter() - started
     shares = [queries[i::concurrency] for i in range(concurrency)]
     envs = [app.environment() for _ in range(concurrency)]
@@ -102,7 +94,7 @@ def bench_episodes(concurrency: int = 8, per_env: int = 3, level: int = 1) -> di
             with env:
                 _warm(env, share)
                 gate.wait()
-                good.append(sum(play_oracle(app, env, q) for q in share))
+                good.append(sum(oracle_solves(app, env, q) for q in share))
                 gate.wait()
         except BaseException as err:  # reported below; a thread must not die silently
             errors.append(err)

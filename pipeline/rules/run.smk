@@ -36,7 +36,7 @@ for _model in NG.llm_models:
             model=_model,
             plan=NG.plan.name,
             data=NG.data_dir,
-        threads: 2
+        threads: NG.plan.threads(_model, workflow.cores)
         resources:
             gpu=NG.plan.gpus(_model),
         log:

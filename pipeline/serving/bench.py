@@ -1,11 +1,16 @@
-"""Serving speed: server start-to-ready time, and throughput one at a time vs concurrently.
+"""Serving speed: server start-to-ready time, throughput one at a time vs concurrently,
+and the CPU engine's thread binding (vLLM's automatic one vs NetGauge's choice).
 
-    python -m pipeline.serving.bench [--data-dir data] [--model smollm2]
+    python -m pipeline.serving.bench [--data-dir data] [--model smollm2] [--binding]
 
 `run_all(data_dir)` has the shape of pipeline.bench's benchmarks (a flat dict of figures
 and the targets they are held to). It starts the model's managed server once, warms it up,
 then sends the same prompt set twice: one request at a time, and `concurrency` at a time.
 Aggregate throughput is the completion tokens of all requests over the wall time.
+
+`run_binding(data_dir)` starts the server once per binding (`cpu_bind=auto`, then
+`available`), back to back in one run, and measures generated tokens/s at 1 and
+`concurrency` in flight on MALT-sized prompts (the prompts of MALT level 3 queries).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import argparse
 import asyncio
 import dataclasses
 import json
+import re
 import statistics
 import sys
 import time
@@ -107,6 +113,69 @@ def run_all(
     return figures
 
 
+def malt_prompts(n: int) -> list[list[dict[str, str]]]:
+    """The prompts of the first `n` MALT level-3 queries (seed 0), as chat messages."""
+    from pipeline.build import make_app
+    from pipeline.config import compose
+
+    app = make_app(compose(["app=malt", "level=3"]))
+    return [[{"role": "user", "content": q.prompt}] for q in app.generate(3, 0, n)]
+
+
+def _rates(server: ManagedServer, batch, concurrency: int, max_tokens: int) -> dict[str, Any]:
+    async def go() -> dict[str, Any]:
+        s = Sampling(temperature=0.0, max_tokens=max_tokens, seed=0)
+        async with ChatClient.for_endpoint(server, max_in_flight=concurrency) as client:
+            await client.chat(batch[0], sampling=Sampling(max_tokens=8))  # warm-up
+            one = await _throughput(client, batch[:concurrency], 1, s)
+            many = await _throughput(client, batch, concurrency, s)
+        return {
+            "tokens_per_s_1": round(sum(r.completion_tokens for r in one[1]) / one[0], 1),
+            f"tokens_per_s_{concurrency}": round(
+                sum(r.completion_tokens for r in many[1]) / many[0], 1
+            ),
+            "prompt_tokens_median": int(statistics.median(r.prompt_tokens for r in many[1])),
+        }
+
+    return asyncio.run(go())
+
+
+def run_binding(
+    data_dir: Path,
+    *,
+    model: str = "smollm2",
+    requests: int = 16,
+    concurrency: int = 8,
+    max_tokens: int = 128,
+) -> dict[str, Any]:
+    """Generated tokens/s at 1 and `concurrency` in flight, per binding, in one run."""
+    batch = malt_prompts(requests)
+    figures: dict[str, Any] = {}
+    for binding in ("auto", "available"):
+        cfg = dataclasses.replace(load_model_config(model), cpu_bind=binding)
+        server = open_endpoint(cfg, data_dir)
+        if not isinstance(server, ManagedServer):
+            raise ConfigError(f"model '{model}' is not managed (endpoint: {cfg.endpoint})")
+        with server:
+            cores = re.findall(r"core ids=\[([\d, ]*)\]", server.log_path.read_text())
+            rates = _rates(server, batch, concurrency, max_tokens)
+        figures |= {f"{binding}_{k}": v for k, v in rates.items()}
+        figures[f"{binding}_core_ids"] = cores[-1] if cores else "?"
+    many = f"tokens_per_s_{concurrency}"
+    figures["available_vs_auto_1"] = round(
+        figures["available_tokens_per_s_1"] / figures["auto_tokens_per_s_1"], 2
+    )
+    figures[f"available_vs_auto_{concurrency}"] = round(
+        figures[f"available_{many}"] / figures[f"auto_{many}"], 2
+    )
+    figures |= {
+        "requests": requests,
+        "max_tokens": max_tokens,
+        f"target_available_vs_auto_{concurrency}": 1.5,
+    }
+    return figures
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m pipeline.serving.bench",
@@ -118,8 +187,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, default=16)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--max-tokens", type=int, default=128)
+    parser.add_argument(
+        "--binding", action="store_true", help="compare vLLM's CPU binding with NetGauge's"
+    )
     args = parser.parse_args(argv)
-    figures = run_all(
+    measure = run_binding if args.binding else run_all
+    figures = measure(
         data_root(args.data_dir),
         model=args.model,
         requests=args.requests,

@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from pipeline.config import CONF_DIR
+from pipeline.config import load_choice
 from pipeline.errors import ConfigError
+from pipeline.serving.cpus import check_cpu_bind
 from pipeline.variants import operational
 
 ENDPOINTS = ("managed", "external")
@@ -47,10 +48,14 @@ class VllmModelConfig:
     kv_cache_bytes: int | None = operational(2 * 1024**3)
     tensor_parallel_size: int = 1
     enforce_eager: bool = True
-    gpu_memory_utilization: float | None = None
+    gpu_memory_utilization: float | None = operational(None)  # KV-cache room, like kv_cache_bytes
     tool_call_parser: str | None = "hermes"  # vLLM's parser of tool calls (None: no tools)
     extra_flags: list[str] = field(default_factory=list)
     extra_env: dict[str, str] = operational(default_factory=dict)
+    # CPU engine: which CPUs its OpenMP threads use (pipeline/serving/cpus.py): available
+    # (every CPU the process may use, within the job's threads and the cgroup's quota),
+    # auto or nobind (vLLM's own), or a CPU list such as 0-3.
+    cpu_bind: str = operational("available")
     ready_timeout_s: float = operational(300.0)
     temperature: float = 0.0
     max_tokens: int = 512
@@ -59,6 +64,7 @@ class VllmModelConfig:
 
     def validate(self) -> None:
         """ConfigError naming the key and the allowed values for the first bad value."""
+        check_cpu_bind(self.cpu_bind)
         for key, value, allowed in (
             ("kind", self.kind, KINDS),
             ("endpoint", self.endpoint, ENDPOINTS),
@@ -104,9 +110,5 @@ def model_config(section: object) -> VllmModelConfig:
 
 
 def load_model_config(name: str = "smollm2") -> VllmModelConfig:
-    """conf/model/<name>.yaml, checked."""
-    path = CONF_DIR / "model" / f"{name}.yaml"
-    if not path.is_file():
-        found = sorted(p.stem for p in path.parent.glob("*.yaml"))
-        raise ConfigError(f"no model config '{name}'; choose one of: {', '.join(found)}")
-    return model_config(OmegaConf.load(path))
+    """conf/model/<name>.yaml as Hydra composes it (with what it inherits), checked."""
+    return model_config(load_choice("model", name))

@@ -31,6 +31,7 @@ import httpx
 
 from pipeline.errors import ConfigError, EnvironmentFailure
 from pipeline.serving.config import VllmModelConfig
+from pipeline.serving.cpus import AVAILABLE, bind_env
 from pipeline.serving.models import engine_env, ensure_model, vllm_python
 
 _PR_SET_PDEATHSIG = 1
@@ -69,6 +70,7 @@ class EngineSettings:
     tool_call_parser: str | None = "hermes"  # reads tool calls out of replies (None: no tools)
     extra_flags: tuple[str, ...] = ()
     extra_env: Mapping[str, str] = field(default_factory=dict)
+    cpu_bind: str | None = AVAILABLE  # CPU engine's OpenMP binding (cpus.py); None: GPU
 
 
 @dataclass(frozen=True)
@@ -236,7 +238,8 @@ class ManagedServer:
         # a folder of the server's own is removed with it.
         _remove_stale_tmp()
         self._tmp = Path(tempfile.mkdtemp(prefix=f"{_TMP_PREFIX}{os.getpid()}-"))
-        env = {**engine_env(), "TMPDIR": str(self._tmp), **self.settings.extra_env}
+        bind = bind_env(self.settings.cpu_bind) if self.settings.cpu_bind is not None else {}
+        env = {**engine_env(), **bind, "TMPDIR": str(self._tmp), **self.settings.extra_env}
         started = time.perf_counter()
         atexit.register(self.stop)
         try:
@@ -390,6 +393,7 @@ def open_endpoint(
         tool_call_parser=cfg.tool_call_parser,
         extra_flags=tuple(cfg.extra_flags),
         extra_env=dict(cfg.extra_env),
+        cpu_bind=cfg.cpu_bind if cfg.kind == "vllm_cpu" else None,
     )
     return ManagedServer(
         folder,
