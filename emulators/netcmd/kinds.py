@@ -179,8 +179,8 @@ def preload() -> frozenset[str]:
 
     Run once per boot and process, before any agent command (the command sandbox calls it
     when it is created). Needs root; does nothing on a kernel without module support."""
-    if not modules_supported():
-        return frozenset()
+    if not modules_supported() or os.geteuid() != 0:
+        return frozenset()  # nothing can load; or not root, when no lab can run either
     boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
     if boot in _preloaded:
         return frozenset()
