@@ -4,7 +4,8 @@ Each figure is the median wall time of the same action run bare (as before the j
 straight in the device's or API server's network namespace, as root) and jailed (the way
 agents' actions run now), with the ratio jailed / bare:
 
-  - a lab command (`ip -br addr` on a Mininet router), through emulators/netcmd;
+  - a lab command (`ip -br addr` on a Mininet router), through emulators/netcmd; and one
+    that adds a route, with and without the count of the device's routes before it;
   - a kubectl command (`kubectl get networkpolicies`) against an emulated cluster.
 
     python -m pipeline.isolation_bench     # or: python -m pipeline.bench --only isolation
@@ -47,8 +48,15 @@ def lab_command(runs: int = 60) -> dict[str, Any]:
             runs,
         )
         jailed = _median_ms(lambda: sandbox.run("r0", "ip -br addr"), runs)
+        # A command that adds (a route) has the device's routes counted first.
+        add = "ip route replace 10.9.0.0/24 dev r0-eth1"
+        counted = _median_ms(lambda: sandbox.run("r0", add), runs)
+        sandbox._netns = None  # the same sandbox without the count
+        uncounted = _median_ms(lambda: sandbox.run("r0", add), runs)
     return {"lab_command_bare_ms": bare, "lab_command_jailed_ms": jailed,
-            "lab_command_ratio": round(jailed / bare, 2)}  # fmt: skip
+            "lab_command_ratio": round(jailed / bare, 2),
+            "lab_add_uncounted_ms": uncounted, "lab_add_counted_ms": counted,
+            "lab_add_count_ratio": round(counted / uncounted, 2)}  # fmt: skip
 
 
 def kubectl_command(runs: int = 30) -> dict[str, Any]:

@@ -3,17 +3,20 @@
 A snapshot holds the root network namespace (links, addresses, routes of every table, rules,
 permanent neighbours, qdiscs, the nftables/iptables rulesets, the named namespaces), every
 readable key under /proc/sys/net and /proc/sys/kernel, the files under /tmp, /root and /etc
-(path, type, size, mode, mtime), and the processes (pid, uid, command line). Take one
-before an environment starts and one after it stopped; `diff` lists what differs:
+(path, type, size, mode, mtime), the processes (pid and start time, uid, command line) and
+the loaded kernel modules (/proc/modules). Take one before an environment starts and one
+after it stopped; `diff` lists what differs:
 
     before = hoststate.snapshot()
     ... start a lab, play hostile replies, stop it ...
     assert hoststate.diff(before, hoststate.snapshot()) == []
 
-Keys the kernel changes by itself, pytest's own temporary folders and processes of the
-test run itself are left out (listed below, each with its reason). Anything else that
-happens on the host meanwhile shows up too, as it would if an agent had done it: run the
-suites that use this on a quiet machine (CI is one), not beside other jobs.
+Keys the kernel changes by itself and pytest's own temporary folders are left out (listed
+below, each with its reason); of the processes only the one taking the snapshot is: a
+process the test run started during a suite and left running is a difference like any
+other, while its helpers started before the first snapshot appear in both. Anything else
+that happens on the host meanwhile shows up too, as it would if an agent had done it: run
+the suites that use this on a quiet machine (CI is one), not beside other jobs.
 """
 
 from __future__ import annotations
@@ -64,7 +67,8 @@ class HostState:
     network: dict[str, str] = field(default_factory=dict)
     sysctls: dict[str, str] = field(default_factory=dict)
     files: dict[str, tuple] = field(default_factory=dict)
-    processes: dict[int, tuple[int, str]] = field(default_factory=dict)
+    processes: dict[tuple[int, int], tuple[int, str]] = field(default_factory=dict)
+    modules: str = ""  # /proc/modules, names and states (sizes and use counts move)
 
 
 def _run(argv: list[str]) -> str:
@@ -140,41 +144,36 @@ def _files() -> dict[str, tuple]:
     return out
 
 
-def _own_tree() -> set[int]:
-    """This process and everything it started (pytest's workers, `ps` itself)."""
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
-    mine = {os.getpid()}
-    grew = True
-    while grew:
-        grew = False
-        for pid, ppid in parents.items():
-            if ppid in mine and pid not in mine:
-                mine.add(pid)
-                grew = True
-    return mine
+def _modules() -> str:
+    """The loaded kernel modules, one name a line; "<no module support>" on a kernel
+    without CONFIG_MODULES (nothing can be loaded there)."""
+    try:
+        text = Path("/proc/modules").read_text()
+    except FileNotFoundError:
+        return "<no module support>"
+    return "\n".join(sorted(line.split(" ", 1)[0] for line in text.splitlines() if line))
 
 
-def _processes() -> dict[int, tuple[int, str]]:
+def _processes() -> dict[tuple[int, int], tuple[int, str]]:
+    """Every process but this one, by (pid, start time): a pid reused for another process
+    is another key. Processes this test run started are included, so that one started
+    during a suite and still running after it (a leak) shows up as new, while the suite's
+    own helpers, started before the first snapshot, are in both and cancel out."""
     out = {}
-    mine = _own_tree()
+    me = os.getpid()
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) in mine:
+        if not entry.name.isdigit() or int(entry.name) == me:
             continue
         try:
             cmdline = (entry / "cmdline").read_bytes()
+            started = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[19])
             uid = entry.stat().st_uid
-        except OSError:
+        except (OSError, ValueError, IndexError):
             continue
         if not cmdline:  # kernel threads come and go on their own
             continue
-        out[int(entry.name)] = (uid, cmdline.replace(b"\0", b" ").decode(errors="replace"))
+        text = cmdline.replace(b"\0", b" ").decode(errors="replace")
+        out[(int(entry.name), started)] = (uid, text)
     return out
 
 
@@ -184,6 +183,7 @@ def snapshot() -> HostState:
         sysctls=_sysctls(),
         files=_files(),
         processes=_processes(),
+        modules=_modules(),
     )
 
 
@@ -209,4 +209,9 @@ def diff(before: HostState, after: HostState) -> list[str]:
         *_diff_maps("sysctl", before.sysctls, after.sysctls),
         *_diff_maps("file", before.files, after.files),
         *_diff_maps("process", before.processes, after.processes),
+        *_diff_maps("module", _lines(before.modules), _lines(after.modules)),
     ]
+
+
+def _lines(text: str) -> dict[str, bool]:
+    return dict.fromkeys(text.splitlines(), True)

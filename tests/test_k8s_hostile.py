@@ -144,6 +144,28 @@ REFUSED_FLAGS = [
     ("kubectl get pods -v9", "log verbosity"),
     ("kubectl get pods -h", "-h is not available"),
     ("kubectl get --help", "--help is not available"),
+    # Credentials, TLS and pruning flags: =-joined, as two words, `_` for `-`, abbreviated
+    # (pflag knows no abbreviation: an unknown flag), before the verb, behind other flags.
+    ("kubectl get pods --password=x", "--password is not allowed"),
+    ("kubectl get pods --password x", "--password is not allowed"),
+    ("kubectl --password=x get pods", "--password is not allowed"),
+    ("kubectl get -A --password x pods", "--password is not allowed"),
+    ("kubectl get pods --pass=x", "--pass is not available"),
+    ("kubectl get pods --username=admin", "--username is not allowed"),
+    ("kubectl get pods --username admin", "--username is not allowed"),
+    ("kubectl --username=admin -n default get pods", "--username is not allowed"),
+    ("kubectl get pods --user_name=admin", "--user-name is not available"),
+    ("kubectl get pods --usern=admin", "--usern is not available"),
+    ("kubectl get pods --tls-server-name=evil", "--tls-server-name is not allowed"),
+    ("kubectl get pods --tls-server-name evil", "--tls-server-name is not allowed"),
+    ("kubectl get pods --tls_server_name=evil", "--tls-server-name is not allowed"),
+    ("kubectl --tls-server-name=evil get pods", "--tls-server-name is not allowed"),
+    ("kubectl get pods --tls-server=evil", "--tls-server is not available"),
+    ("kubectl apply --prune-allowlist=core/v1/ConfigMap -f -", "--prune-allowlist is not"),
+    ("kubectl apply --prune-allowlist core/v1/ConfigMap -f -", "--prune-allowlist is not"),
+    ("kubectl apply -f - --prune_allowlist=core/v1/ConfigMap", "--prune-allowlist is not"),
+    ("kubectl apply --validate --prune-allowlist=x -f -", "--prune-allowlist is not"),
+    ("kubectl apply --prune-allow=x -f -", "--prune-allow is not available"),
 ]
 # (command, needle): files, URLs, folders and templates that would read outside the reply.
 REFUSED_READS = [
@@ -516,6 +538,20 @@ def _replies() -> list[tuple[str, str, StepStatus, str]]:
     out = [(f"verb {v.split()[0]}", say(f"kubectl {v}"), B, "not available") for v in REFUSED_VERBS]
     out += [(f"verb -n {v.split()[0]}", say(f"kubectl -n default {v}"), B, "not available")
             for v in REFUSED_VERBS[:6]]  # fmt: skip
+    # Every refused verb also abbreviated (cobra takes no prefixes: a plugin name, refused)
+    # and behind an =-joined flag; the first ones also behind a clustered shorthand with
+    # its value attached and behind a reordered global flag.
+    for v in REFUSED_VERBS:
+        verb, rest = v.split()[0], v[len(v.split()[0]) :]
+        short = verb[: max(1, len(verb) - 2)]
+        out.append((f"verb abbreviated {verb}", say(f"kubectl {short}{rest}"), B, "not available"))
+        out.append((f"verb --namespace= {verb}", say(f"kubectl --namespace=default {v}"), B,
+                    "not available"))  # fmt: skip
+    for v in REFUSED_VERBS[:10]:
+        verb = v.split()[0]
+        out.append((f"verb -ndefault {verb}", say(f"kubectl -ndefault {v}"), B, "not available"))
+        out.append((f"verb reordered {verb}", say(f"kubectl --request-timeout=5s {v}"), B,
+                    "not available"))  # fmt: skip
     out += [(c, say(c), B, n) for c, n in REFUSED_FLAGS + REFUSED_READS + SHELL]
     return out + WRITES + SIZES + CONFIG
 

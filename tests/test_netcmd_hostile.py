@@ -10,12 +10,11 @@ exactly as it was before the labs started, with nothing a command started still 
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from emulators.netcmd import confine
+from emulators.netcmd import confine, kinds
 from generators.lab.reply import MAX_REPLY_CHARS
 from generators.netllmbench.app import NetLLMBenchApp
 from generators.netllmbench.config import NetLLMBenchConfig
@@ -71,6 +70,9 @@ SYSCTLS = [
     ("sysctl -a", "naming a folder"),
     ("sysctl --d", "ambiguous"),
     ("sysctl -w net.ipv4.ip_forward=$(id)", "substitution"),
+    ("sysctl -w net.ipv4.tcp_congestion_control=westwood", "takes reno or cubic"),
+    ("sysctl -w net.ipv4.tcp_congestion_control=dctcp", "takes reno or cubic"),
+    ("sysctl net/ipv4/tcp_congestion_control=bbr", "takes reno or cubic"),
 ]
 IP = [
     ("ip -n root link", "(-netns) is not allowed"),
@@ -166,6 +168,9 @@ IPTABLES = [
     ("iptables-save -f /tmp/ngr-hostile-save", "to a file is not allowed"),
     ("iptables-save --fi /tmp/ngr-hostile-save", "to a file is not allowed"),
     ("iptables-save -t security", "-t takes one of"),
+    ("iptables -A INPUT -m string --algo fsm --string x -j DROP", "--algo takes bm or kmp"),
+    ("iptables -A INPUT -m string --al=fsm --string x -j DROP", "--algo takes bm or kmp"),
+    ("iptables -A INPUT -i gre0 -j DROP", "kernel module's device"),
 ]
 TC = [
     ("tc -b /etc/passwd", "(-batch) is not allowed"),
@@ -182,6 +187,37 @@ TC = [
     ("tc filter add dev r0-eth1 parent 1: bpf obj /x sec s", "(bpf) is not allowed"),
     ("tc f a dev r0-eth1 ingress bpf da obj /x", "(bpf) is not allowed"),
     ("tc qdisc link dev r0-eth1", "'tc qdisc link' is not allowed"),
+    ("tc qdisc add dev r0-eth1 root cake", "qdisc kind 'cake' is not available"),
+    ("tc qdisc add dev r0-eth1 root netem delay 100ms", "qdisc kind 'netem'"),
+    ("tc q a dev r0-eth1 root handle 1: hfsc", "qdisc kind 'hfsc'"),
+    ("tc qdisc add dev r0-eth1 root ro pfifo", "qdisc kind 'ro'"),
+    ("tc filter add dev r0-eth1 parent 1: route to 1 classid 1:1", "filter kind 'route'"),
+    ("tc f a dev r0-eth1 parent 1: tcindex hash 16", "filter kind 'tcindex'"),
+    ("tc filter add dev r0-eth1 parent 1: rsvp ipproto tcp", "filter kind 'rsvp'"),
+    ("tc filter add dev r0-eth1 parent 1: flower ip_proto tcp", "filter kind 'flower'"),
+    ("tc filter add dev r0-eth1 parent 1: basic classid 1:1", "filter kind 'basic'"),
+    (
+        "tc filter add dev r0-eth1 parent 1: matchall action mirred egress redirect dev r0-eth2",
+        "action 'mirred'",
+    ),
+    (
+        "tc filter add dev r0-eth1 parent 1: matchall action nat egress 1.1.1.1 2.2.2.2",
+        "action 'nat'",
+    ),
+    (
+        "tc filter add dev r0-eth1 parent 1: u32 match ip src 1.1.1.1/32 police rate 1mbit",
+        "policers",
+    ),
+    ("tc chain add dev r0-eth1 parent 1: chain 1 flower", "'tc chain add' is not allowed"),
+    ("tc qdisc add dev r0-eth1 root sfq divisor 65536", "not between 1 and 1024"),
+    ("tc qdisc add dev r0-eth1 root sfq flows 65000 depth 1000", "not between"),
+    ("tc qdisc add dev r0-eth1 root tbf rate 1mbit burst 1gb limit 4gb", "most allowed here"),
+    ("tc qdisc add dev r0-eth1 root tbf rate 1mbit bu 64 lim 4gb", "most allowed here"),
+    ("tc qdisc add dev r0-eth1 root fq_codel flows 65536", "not between"),
+    ("tc class add dev r0-eth1 parent 1: classid 1:1 htb rate 1mbit quantum 1gb", "most allowed"),
+    ("tc qdisc add dev r0-eth1 root est 1s 8s pfifo", "rate estimators"),
+    ("tc qdisc add dev r0-eth1 root stab overhead 1 pfifo", "size tables"),
+    ("tc qdisc show dev gre0", "kernel module's device"),
 ]
 OTHERS = [
     ("ping -f -c 5 10.0.1.2", "not allowed"),
@@ -209,6 +245,13 @@ OTHERS = [
     ("bash", "not an allowed tool"),
     ("python3 -c 'print(1)'", "not an allowed tool"),
     ("busybox sh", "not an allowed tool"),
+    ("ifconfig tunl0", "kernel module's device"),
+    ("ifconfig sit0:1 10.9.0.1 up", "kernel module's device"),
+    ("ip link show ip6tnl0", "kernel module's device"),
+    ("ip addr show dev ip_vti0", "kernel module's device"),
+    ("ping -c 1 -I xfrm0 10.0.1.2", "kernel module's device"),
+    ("arp -i gretap0 -n", "kernel module's device"),
+    ("ip link add g0 type gre remote 10.0.1.2", "(add) is not allowed"),
     ("nsenter -t 1 -n ip link", "not an allowed tool"),
     ("unshare -n ip link", "not an allowed tool"),
     ("/usr/bin/env ip addr", "not an allowed tool"),
@@ -237,6 +280,9 @@ HARMLESS = [
     ("ip -br a s", OK, "r0-eth1"),
     ("iptables -L -n", OK, "Chain INPUT"),
     ("cat /proc/net/route", OK, "Iface"),
+    ("sysctl -w net.ipv4.tcp_congestion_control=reno", OK, "= reno"),
+    ("tc qdisc add dev r0-eth1 root tbf rate 1mbit burst 32k latency 50ms", OK, ""),
+    ("tc qdisc del dev r0-eth1 root", OK, ""),
 ]
 # netllmbench uses the same sandbox; a sample on its own labs (host h1, router r1).
 NETLLMBENCH = [
@@ -259,16 +305,14 @@ def test_the_suites_are_large_enough():
     assert len(ROUTING) + len(RAW) + len(NETLLMBENCH) >= 120
 
 
-def _warm_modules() -> None:
-    """Load, in a throwaway namespace, the kernel modules the allowed commands may load,
-    so the host's /proc/sys is the same before and after the suite for that reason."""
-    script = (
-        "iptables -A INPUT -m conntrack --ctstate NEW -m hashlimit --hashlimit-above 1/s "
-        "--hashlimit-name w -m recent --name w --set -m string --algo bm --string w "
-        "-m limit --limit 1/s -j REJECT; iptables -F; "
-        "tc qdisc add dev lo root tbf rate 1mbit burst 32k latency 400ms"
-    )
-    subprocess.run(["unshare", "-n", "sh", "-c", script], capture_output=True, check=False)
+# Modules that the refused commands above would make the kernel load (on a kernel with
+# module support): none of them may be loaded after the suite unless it was before.
+REFUSED_MODULES = (
+    "sch_cake", "sch_netem", "sch_hfsc", "sch_qfq", "sch_choke", "cls_route", "cls_tcindex",
+    "cls_rsvp", "cls_flower", "cls_basic", "cls_cgroup", "act_mirred", "act_nat", "act_pedit",
+    "act_police", "tcp_westwood", "tcp_dctcp", "tcp_bbr", "ts_fsm", "ip_gre", "ipip", "sit",
+    "ip6_tunnel", "ip_vti", "ip6_vti", "xfrm_interface", "em_cmp", "xt_bpf", "xt_cgroup",
+)  # fmt: skip
 
 
 def _lwt() -> str:
@@ -278,12 +322,17 @@ def _lwt() -> str:
 @pytest.fixture(scope="module")
 def host_unchanged():
     require_emulator("mininet")
-    _warm_modules()
+    # Only what the allowed kinds need, as the sandbox itself does: a module a refused
+    # command made the kernel load would show up as a new module.
+    kinds.preload()
     lwt = _lwt()
+    loaded = kinds.loaded_modules()
     before = hoststate.snapshot()
     yield
     assert _lwt() == lwt
     assert hoststate.diff(before, hoststate.snapshot()) == []
+    new = kinds.loaded_modules() - loaded
+    assert not new & set(REFUSED_MODULES), sorted(new)
     assert not list(Path("/tmp").glob("ngr-hostile-*"))
 
 

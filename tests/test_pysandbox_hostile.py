@@ -8,7 +8,9 @@ the host (network, /proc/sys, files under /tmp /root /etc, processes) must be un
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -110,3 +112,33 @@ def test_without_root(victim_and_marks, with_hook):
     _check(results, with_hook)
     assert _sysv_segments() == segments
     assert leftover == []
+
+
+SYSV_CALLS = {"shmget": 29, "shmat": 30, "shmctl": 31, "semget": 64, "msgget": 68}
+
+
+def test_the_seccomp_filter_refuses_sysv_ipc_calls():
+    """What makes a SysV segment impossible in a child: shmget and its kin are not on the
+    allow-list, so the filter answers EPERM. Checked by installing the very filter in a
+    forked process and calling them there (ctypes here is the test's, never agent code's)."""
+    require(kernel.available() and kernel.seccomp_supported(), "needs the seccomp filter")
+    assert not set(SYSV_CALLS) & set(kernel.NAMES.values())
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    syscall = libc.syscall
+    segments = _sysv_segments()
+    pid = os.fork()
+    if pid == 0:  # the child: filter, then try each call; exit 0 only if all got EPERM
+        code = 0
+        try:
+            kernel.no_new_privs()
+            kernel.SeccompFilter().install()
+            for bit, number in enumerate(SYSV_CALLS.values()):
+                if syscall(number, 0, 1 << 20, 0o1600) != -1 or ctypes.get_errno() != errno.EPERM:
+                    code |= 1 << bit
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert _sysv_segments() == segments

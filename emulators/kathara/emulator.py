@@ -166,6 +166,10 @@ class KatharaEmulator(NamespaceEmulator):
             host_prefix=host_prefix,
         )
 
+    def netns_path(self, device: str) -> str:
+        """The network namespace of `device` (its container init's)."""
+        return f"/proc/{self._nodes[device]}/ns/net"
+
     def stop(self) -> None:
         """Undeploy the lab, release the prefix and our use of the daemon; idempotent."""
         klab, self._net = self._net, None

@@ -112,6 +112,10 @@ class MininetEmulator(NamespaceEmulator):
             pid, argv, timeout_s=timeout_s, output_bytes=output_bytes, host_prefix=host_prefix
         )
 
+    def netns_path(self, device: str) -> str:
+        """The network namespace of `device` (a lab device's node shell's)."""
+        return f"/proc/{self._nodes[device].pid}/ns/net"
+
     def stop(self) -> None:
         """Kill every node shell (their namespaces, veths and bridges go with them)."""
         net, self._net = self._net, None

@@ -1,4 +1,4 @@
-"""`ip` and `tc` arguments, resolved as iproute2 6.1 resolves them.
+"""`ip` arguments (and `tc`'s global options), resolved as iproute2 6.1 resolves them.
 
 iproute2 reads every word with `matches(word, name)`: the word may be any prefix of the
 name, and the first name in the tool's own order that it is a prefix of wins. So `ip l s`
@@ -226,7 +226,7 @@ def _link_set(args: list[str]) -> str | None:
     return None
 
 
-# tc/tc.c: options in the order of its loop; tc/tc.c cmds: objects in order.
+# tc/tc.c: options in the order of its loop (the rest of tc's grammar is in tc.py).
 TC_OPTIONS = [
     ("-stats", False), ("-statistics", False), ("-details", False), ("-raw", False),
     ("-pretty", False), ("-graph", False), ("-Version", False), ("-iec", False),
@@ -240,29 +240,6 @@ TC_OPTIONS_ALLOWED = {
     "-help", "-Numeric", "-names", "-nm", "-timestamp", "-tshort", "-json", "-oneline",
     "-brief",
 }  # fmt: skip
-TC_OBJECTS = ["qdisc", "class", "filter", "chain", "actions", "monitor", "exec", "help"]
-TC_VERBS = [("add", "add"), ("delete", "delete"), ("change", "change"), ("replace", "replace"),
-            ("link", "link"), ("show", "show"), ("list", "show"), ("lst", "show"),
-            ("get", "get"), ("help", "help")]  # fmt: skip
-TC_ALLOWED = {"add", "delete", "change", "replace", "show", "get", "help"}
-
-
-def check_tc(args: list[str]) -> str | None:
-    rest, why = _globals(args, TC_OPTIONS, TC_OPTIONS_ALLOWED, "tc")
-    if why:
-        return why
-    if not rest:
-        return "tc needs an object: tc qdisc, tc class or tc filter"
-    obj = dispatch(rest[0], TC_OBJECTS)
-    if obj not in ("qdisc", "class", "filter", "chain"):
-        return f"'tc {rest[0]}' is not allowed; use tc qdisc, class, filter or chain"
-    if len(rest) > 1:
-        verb = dispatch(rest[1], TC_VERBS)
-        if verb not in TC_ALLOWED:
-            return f"'tc {obj} {rest[1]}' is not allowed; use one of: " + ", ".join(
-                sorted(TC_ALLOWED)
-            )
-    return tokens_ok(rest[2:])
 
 
 def ipv4(text: str) -> bool:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-from emulators.netcmd import getopt
+from emulators.netcmd import getopt, kinds
 from emulators.netcmd.getopt import NONE, OPTIONAL, REQUIRED
 
 R, N, O = REQUIRED, NONE, OPTIONAL  # noqa: E741 (the has_arg kinds, as in getopt.h)
@@ -129,6 +129,8 @@ def _value_ok(name: str, value: str | None) -> None:
         raise Refusal(f"--{name} is limited to {TEXT_CAPS[name]} characters")
     if name not in ("comment", "string") and not TOKEN_RE.match(value):
         raise Refusal(f"the value {value!r} of --{name} has characters that are not allowed")
+    if name == "algo" and value not in kinds.STRING_ALGOS:
+        raise Refusal(f"--algo takes {' or '.join(kinds.STRING_ALGOS)} here, not {value!r}")
     if name in NUMBER_CAPS:
         if not value.isdigit():
             raise Refusal(f"--{name} takes a number, not {value!r}")

@@ -14,6 +14,7 @@ import shlex
 import shutil
 from dataclasses import dataclass
 
+from emulators.netcmd import kinds
 from emulators.netcmd.tools import RULES, TOOL_NAMES, check_sysctl
 
 MAX_COMMAND_CHARS = 1000
@@ -83,6 +84,10 @@ def check(command: str) -> Checked:
         if not name.startswith(TOOL_DIRS) or name.count("/") != name.rstrip("/").count("/"):
             return refuse(f"{name!r} is not an allowed tool; allowed: {ALLOWED}")
         name = name.rsplit("/", 1)[1]
+    for arg in argv[1:]:
+        why = kinds.netdev_refusal(arg)
+        if why:
+            return refuse(why)
     writes: list[str] = []
     if name == "sysctl":
         reason, writes = check_sysctl(argv[1:])

@@ -4,8 +4,11 @@ Order of checks: the machine must be one the agent may use (routers and hosts, n
 switch), then the policy (policy.check) must allow the command; only then does it run,
 through the emulator's `run` (no shell, per-command timeout, output cap), inside the jail
 of confine.py: what the command can touch is bounded by the kernel, whatever the policy
-let through. Every outcome is a `SandboxResult` with a status the app maps to a step
-status.
+let through. A command that would add a rule, qdisc, route, address, policy rule or
+neighbour entry first has the device's objects of that kind counted (budget.py), and is
+refused when the device already holds its bound. The modules the allowed kinds need are
+loaded once, when the first sandbox is made (kinds.preload). Every outcome is a
+`SandboxResult` with a status the app maps to a step status.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from emulators.base import Emulator
-from emulators.netcmd import confine
+from emulators.netcmd import budget, confine, kinds
 from emulators.netcmd.policy import check
 from pipeline.core import StepStatus
 
@@ -24,6 +27,7 @@ class Status(enum.StrEnum):
     OK = "ok"  # ran and exited 0
     FAILED = "failed"  # ran and exited non-zero
     REJECTED = "rejected"  # refused: never ran
+    LIMIT = "limit"  # refused: the device holds its bound of what the command adds
     TIMEOUT = "timeout"  # killed at the time limit
     OUTPUT_LIMIT = "output_limit"  # killed past the output cap
 
@@ -33,6 +37,7 @@ STEP_STATUS = {
     Status.OK: StepStatus.OK,
     Status.FAILED: StepStatus.EXEC_ERROR,
     Status.REJECTED: StepStatus.BLOCKED,
+    Status.LIMIT: StepStatus.RESOURCE_LIMIT,
     Status.TIMEOUT: StepStatus.TIMEOUT,
     Status.OUTPUT_LIMIT: StepStatus.RESOURCE_LIMIT,
 }
@@ -67,6 +72,9 @@ class CommandSandbox:
         self.switches = frozenset(switches)
         self.timeout_s = timeout_s
         self.output_bytes = output_bytes
+        # Backends whose devices are network namespaces say where (both real ones do).
+        self._netns = getattr(emulator, "netns_path", None)
+        kinds.preload()
 
     def run(self, machine: str, command: str) -> SandboxResult:
         if machine not in self.machines:
@@ -79,6 +87,10 @@ class CommandSandbox:
         if not checked.allowed:
             why = f"command refused: {checked.reason}"
             return SandboxResult(Status.REJECTED, machine, command, reason=why, output=why)
+        if self._netns is not None:
+            why = budget.refusal(self._netns(machine), checked.argv)
+            if why:
+                return SandboxResult(Status.LIMIT, machine, command, reason=why, output=why)
         with confine.confined(checked.argv, checked.argv[:1], checked.writes) as (prefix, argv):
             result = self.emulator.run(
                 machine,

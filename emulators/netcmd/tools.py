@@ -14,9 +14,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from emulators.netcmd import getopt, sysctls
-from emulators.netcmd.iproute import check_ip, check_tc, ipv4
+from emulators.netcmd import getopt, kinds, sysctls
+from emulators.netcmd.iproute import check_ip, ipv4
 from emulators.netcmd.iptables import check_iptables, check_iptables_save
+from emulators.netcmd.tc import check_tc
 
 Rule = Callable[[list[str]], str | None]
 
@@ -73,6 +74,8 @@ def check_sysctl(args: list[str]) -> tuple[str | None, list[str]]:
             if not SYSCTL_VALUE_RE.match(value):
                 return f"the sysctl value {value!r} is not allowed", []
             why = sysctls.refusal(key)
+            if why is None and sysctls.key_path(key) == "net/ipv4/tcp_congestion_control":
+                why = kinds.congestion_refusal(value)
             if why:
                 return why, []
             writes.append(sysctls.proc_path(key))
@@ -188,6 +191,9 @@ def check_ping(args: list[str]) -> str | None:
         elif opt.name == "-I":
             if not IFNAME_RE.match(opt.value or ""):
                 return "ping -I needs an interface name"
+            why = kinds.netdev_refusal(opt.value or "")
+            if why:
+                return why
         elif opt.name not in PING_FLAGS:
             return f"ping option {opt.spelled} is not allowed; use ping -c N [-W S] [-i S] ADDRESS"
     if len(operands) != 1 or not ipv4(operands[0]) or "/" in operands[0]:

@@ -31,7 +31,10 @@ class CommandStep:
     @property
     def changed_network(self) -> bool:
         """Whether the command ran (a refused or unparsed one changed nothing)."""
-        return self.result is not None and self.result.status is not Status.REJECTED
+        return self.result is not None and self.result.status not in (
+            Status.REJECTED,
+            Status.LIMIT,
+        )
 
 
 def play_command(sandbox: CommandSandbox, reply: str) -> CommandStep:
