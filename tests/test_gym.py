@@ -83,7 +83,7 @@ def test_reset_is_seeded_and_options_pick_a_query(malt):
     first = malt.reset(seed=11)[1]["query_id"]
     assert malt.reset(seed=11)[1]["query_id"] == first
     picked = malt.reset(options={"level": 2, "index": 4})[1]
-    assert picked["query_id"] == "malt-L2-s0-00004"
+    assert picked["query_id"] == "malt-L2-s2-00004"
 
 
 def test_reward_scheme_for_wrong_and_unsafe_answers(tmp_path):
@@ -149,9 +149,9 @@ def test_queries_are_drawn_lazily_in_the_pipelines_order(tmp_path):
     try:
         served = [env.reset()[1]["query_id"] for _ in range(5)]
         assert drawn == [0, 1, 2, 3, 4]
-        pipeline = [q.query_id for q in generate(2, 0, 5)]
+        pipeline = [q.query_id for q in generate(2, 2, 5)]
         assert served == pipeline
-        assert [env.query(2, i).prompt for i in range(5)] == [q.prompt for q in generate(2, 0, 5)]
+        assert [env.query(2, i).prompt for i in range(5)] == [q.prompt for q in generate(2, 2, 5)]
         assert env.reset(seed=3)[1]["index"] == 0  # a seeded reset starts over
     finally:
         env.close()
@@ -161,7 +161,7 @@ def test_queries_come_from_the_data_directorys_shard_when_it_has_them(tmp_path):
     from pipeline.config import compose
     from pipeline.generate import generate
 
-    generate(compose(["app=malt", "level=1", "queries=8", f"data_dir={tmp_path}"]))
+    generate(compose(["app=malt", "level=1", "seed=2", "queries=8", f"data_dir={tmp_path}"]))
     env = NetGaugeEnv("malt", levels=1, queries=8, data_dir=str(tmp_path))
 
     def refuse(*args, **kwargs):
@@ -169,6 +169,6 @@ def test_queries_come_from_the_data_directorys_shard_when_it_has_them(tmp_path):
 
     env.app.generate = refuse
     try:
-        assert env.reset(options={"index": 7})[1]["query_id"] == "malt-L1-s0-00007"
+        assert env.reset(options={"index": 7})[1]["query_id"] == "malt-L1-s2-00007"
     finally:
         env.close()

@@ -6,17 +6,18 @@ Built only on the `pipeline.core.App` protocol, so every app works the same way:
   RNG), and that level's next index (0, 1, 2, … wrapping at `queries`; `reset(seed=…)`
   starts every level at 0 again); `options={"level": L, "index": i}` picks one. It opens
   an episode in the app's environment and returns its first observation (text).
-
-Queries are the pipeline's: read from the queries shard of the data directory when one
-was made with the same settings and is long enough, else drawn and validated lazily, one
-query per reset, from the same seeded stream the generate stage uses (query i needs
-queries 0..i-1 drawn first, for the keys they took).
 - `step(action)` plays the action text as the agent's reply: the app parses and runs it
   in its emulator or sandbox, and the scorer judges the steps so far. It returns the next
   observation (what the environment printed), a reward, `terminated` (the app ended the
   episode: an answer was given, or its own turn rules ended it), `truncated` (the turn
   limit `max_turns` was reached before the app ended it) and `info`.
 - `close()` leaves the app's environment (stops its emulator / sandbox processes).
+
+Queries are the pipeline's for `seed` (by default 2, the first seed of the `train` split,
+pipeline/splits.py, so training never sees a query the grids evaluate): read from the
+queries shard of the data directory when one was made with the same settings and is long
+enough, else drawn and validated lazily, one query per reset, from the same seeded stream
+the generate stage uses (query i needs queries 0..i-1 drawn first, for the keys they took).
 
 Reward (configurable with `Reward`): `solved` (+1) when the scorer accepts the episode as
 it ends, `unsafe_step` (−1) for each step the scorer judges unsafe, `failed` (0) when the
@@ -43,6 +44,7 @@ from pipeline.core import App, Episode, Query, StepStatus
 from pipeline.errors import ConfigError, EnvironmentFailure
 from pipeline.play import EpisodeLoop
 
+TRAIN_SEED = 2  # the first seed of the train split: no grid evaluates its queries
 MAX_TEXT = 1 << 21  # characters; longer than any prompt, output or code an app accepts
 
 
@@ -84,7 +86,7 @@ class NetGaugeEnv(gym.Env[str, str]):
         self,
         app: str = "malt",
         levels: int | Sequence[int] = 1,
-        seed: int = 0,
+        seed: int = TRAIN_SEED,
         queries: int = 100,
         overrides: Sequence[str] = (),
         reward: Reward | dict[str, float] | None = None,
