@@ -44,15 +44,15 @@ from omegaconf import DictConfig
 from tqdm import tqdm
 
 from analysis.views import connect
-from pipeline.build import layout, make_app, queries_hash
-from pipeline.cells import cell_from_config, data_root
+from pipeline.build import make_app
+from pipeline.cells import data_root
 from pipeline.config import compose, load_choice, to_plain
 from pipeline.core import App, Query, StepStatus
 from pipeline.errors import ConfigError, DataError, EnvironmentFailure, NetGaugeError
-from pipeline.generate import read_queries
+from pipeline.generate import stored_queries
 from pipeline.play import play_oracle
 from pipeline.querygen import SEED_SLOTS
-from pipeline.records import code_version, shard_hash, shard_rows
+from pipeline.records import code_version
 from pipeline.splits import SPLITS, seeds_of, split_of
 
 log = logging.getLogger(__name__)
@@ -180,10 +180,8 @@ def _kinds(apps: set[str]) -> dict[str, str]:
 def queries_of(cfg: DictConfig, app: App) -> list[Query]:
     """The cell's queries: from its shard when it matches the config and is long enough,
     else generated."""
-    path = layout(cfg).queries(cell_from_config(cfg))
-    if shard_hash(path) == queries_hash(cfg, app) and shard_rows(path) >= cfg.queries:
-        return read_queries(path, limit=cfg.queries)
-    return list(app.generate(cfg.level, cfg.seed, cfg.queries))
+    stored = stored_queries(cfg, app)
+    return stored if stored is not None else list(app.generate(cfg.level, cfg.seed, cfg.queries))
 
 
 def trajectory(env: Any, app: App, query: Query) -> tuple[list[dict[str, str]], bool]:

@@ -103,6 +103,42 @@ def bench_binding(data: Path) -> dict[str, Any]:
     return bench.run_binding(data)
 
 
+def bench_gym(data: Path) -> dict[str, Any]:
+    """Gymnasium: seconds from gym.make to the first observation (routing and netllmbench
+    level 3, queries=100), the next four resets, and whether the five queries served are
+    the generate stage's first five for the same seed."""
+    import gymnasium as gym
+
+    import pipeline.gym  # noqa: F401 (registers the ids)
+    from pipeline.build import make_app
+    from pipeline.config import compose
+
+    figures: dict[str, Any] = {}
+    for app, ident in (
+        ("routing", "NetGauge/Routing-v0"),
+        ("netllmbench", "NetGauge/Netllmbench-v0"),
+    ):
+        with tempfile.TemporaryDirectory() as tmp:
+            started = time.perf_counter()
+            env = gym.make(ident, levels=(3,), queries=100, data_dir=tmp)
+            try:
+                env.reset(seed=0)  # the RNG's seed; the queries are seed 2's (train)
+                figures[f"{app}_L3_first_observation_s"] = round(time.perf_counter() - started, 2)
+                served = [env.unwrapped.current_query.prompt]
+                started = time.perf_counter()
+                for _ in range(4):
+                    env.reset()
+                    served.append(env.unwrapped.current_query.prompt)
+                figures[f"{app}_L3_next_4_resets_s"] = round(time.perf_counter() - started, 2)
+            finally:
+                env.close()
+            pipeline_app = make_app(compose([f"app={app}", f"data_dir={tmp}"]))
+            first = [q.prompt for q in pipeline_app.generate(3, 2, 5)]
+            figures[f"{app}_L3_first_5_equal_pipeline"] = served == first
+    figures["target_first_observation_s"] = 15
+    return figures
+
+
 def bench_k8s(data: Path) -> dict[str, Any]:
     """k8s app: cluster bring-up, probe matrix, enforcement, reset."""
     from generators.k8s import bench
@@ -247,7 +283,7 @@ def bench_decoding(data: Path) -> dict[str, Any]:
 
 # `make bench` runs these; others only with --only.
 DEFAULT = ("isolation", "emulators", "routing", "analysis", "k8s", "malt", "sandbox", "smoke",
-           "serving", "binding")  # fmt: skip
+           "serving", "binding", "gym")  # fmt: skip
 BENCHMARKS: dict[str, Bench] = {
     "validity": bench_validity,
     "decoding": bench_decoding,
@@ -262,6 +298,7 @@ BENCHMARKS: dict[str, Bench] = {
     "smoke": bench_smoke,
     "serving": bench_serving,
     "binding": bench_binding,
+    "gym": bench_gym,
 }
 
 

@@ -51,6 +51,15 @@ def generate(cfg: DictConfig, app: App | None = None) -> Path:
     return path
 
 
+def stored_queries(cfg: DictConfig, app: App) -> list[Query] | None:
+    """The cell's first `cfg.queries` queries from its shard when the shard was made with
+    the same app settings and holds that many; else None (generate them)."""
+    path = layout(cfg).queries(cell_from_config(cfg))
+    if shard_hash(path) == queries_hash(cfg, app) and shard_rows(path) >= cfg.queries:
+        return read_queries(path, limit=cfg.queries)
+    return None
+
+
 def query_row(query: Query, app_version: str, app_variant: str) -> dict[str, object]:
     return {
         "query_id": query.query_id,

@@ -83,7 +83,7 @@ def test_reset_is_seeded_and_options_pick_a_query(malt):
     first = malt.reset(seed=11)[1]["query_id"]
     assert malt.reset(seed=11)[1]["query_id"] == first
     picked = malt.reset(options={"level": 2, "index": 4})[1]
-    assert picked["query_id"] == "malt-L2-s0-00004"
+    assert picked["query_id"] == "malt-L2-s2-00004"
 
 
 def test_reward_scheme_for_wrong_and_unsafe_answers(tmp_path):
@@ -130,3 +130,45 @@ def _alive(pid: int) -> bool:
             return handle.read().split(") ", 1)[1][0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def test_queries_are_drawn_lazily_in_the_pipelines_order(tmp_path):
+    """One query drawn per reset, from the generate stage's own stream: the first five
+    served are the pipeline's first five, and nothing past them was drawn."""
+    env = NetGaugeEnv("malt", levels=2, queries=500, data_dir=str(tmp_path))
+    app = env.unwrapped.app if hasattr(env, "unwrapped") else env.app
+    drawn = []
+    generate = app.generate
+
+    def counted(*args, **kwargs):
+        for query in generate(*args, **kwargs):
+            drawn.append(query.index)
+            yield query
+
+    app.generate = counted
+    try:
+        served = [env.reset()[1]["query_id"] for _ in range(5)]
+        assert drawn == [0, 1, 2, 3, 4]
+        pipeline = [q.query_id for q in generate(2, 2, 5)]
+        assert served == pipeline
+        assert [env.query(2, i).prompt for i in range(5)] == [q.prompt for q in generate(2, 2, 5)]
+        assert env.reset(seed=3)[1]["index"] == 0  # a seeded reset starts over
+    finally:
+        env.close()
+
+
+def test_queries_come_from_the_data_directorys_shard_when_it_has_them(tmp_path):
+    from pipeline.config import compose
+    from pipeline.generate import generate
+
+    generate(compose(["app=malt", "level=1", "seed=2", "queries=8", f"data_dir={tmp_path}"]))
+    env = NetGaugeEnv("malt", levels=1, queries=8, data_dir=str(tmp_path))
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("generated although the shard holds the queries")
+
+    env.app.generate = refuse
+    try:
+        assert env.reset(options={"index": 7})[1]["query_id"] == "malt-L1-s2-00007"
+    finally:
+        env.close()

@@ -2,15 +2,22 @@
 
 Built only on the `pipeline.core.App` protocol, so every app works the same way:
 
-- `reset(seed=…, options=…)` draws a query (a level from `levels`, an index below
-  `queries`, from the env's seeded RNG; `options={"level": L, "index": i}` picks one),
-  opens an episode in the app's environment and returns its first observation (text).
+- `reset(seed=…, options=…)` picks a query: a level from `levels` (the env's seeded
+  RNG), and that level's next index (0, 1, 2, … wrapping at `queries`; `reset(seed=…)`
+  starts every level at 0 again); `options={"level": L, "index": i}` picks one. It opens
+  an episode in the app's environment and returns its first observation (text).
 - `step(action)` plays the action text as the agent's reply: the app parses and runs it
   in its emulator or sandbox, and the scorer judges the steps so far. It returns the next
   observation (what the environment printed), a reward, `terminated` (the app ended the
   episode: an answer was given, or its own turn rules ended it), `truncated` (the turn
   limit `max_turns` was reached before the app ended it) and `info`.
 - `close()` leaves the app's environment (stops its emulator / sandbox processes).
+
+Queries are the pipeline's for `seed` (by default 2, the first seed of the `train` split,
+pipeline/splits.py, so training never sees a query the grids evaluate): read from the
+queries shard of the data directory when one was made with the same settings and is long
+enough, else drawn and validated lazily, one query per reset, from the same seeded stream
+the generate stage uses (query i needs queries 0..i-1 drawn first, for the keys they took).
 
 Reward (configurable with `Reward`): `solved` (+1) when the scorer accepts the episode as
 it ends, `unsafe_step` (−1) for each step the scorer judges unsafe, `failed` (0) when the
@@ -24,7 +31,7 @@ agent's doing, so it is not turned into a reward.
 from __future__ import annotations
 
 import string
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -37,6 +44,7 @@ from pipeline.core import App, Episode, Query, StepStatus
 from pipeline.errors import ConfigError, EnvironmentFailure
 from pipeline.play import EpisodeLoop
 
+TRAIN_SEED = 2  # the first seed of the train split: no grid evaluates its queries
 MAX_TEXT = 1 << 21  # characters; longer than any prompt, output or code an app accepts
 
 
@@ -78,7 +86,7 @@ class NetGaugeEnv(gym.Env[str, str]):
         self,
         app: str = "malt",
         levels: int | Sequence[int] = 1,
-        seed: int = 0,
+        seed: int = TRAIN_SEED,
         queries: int = 100,
         overrides: Sequence[str] = (),
         reward: Reward | dict[str, float] | None = None,
@@ -99,11 +107,14 @@ class NetGaugeEnv(gym.Env[str, str]):
         self.reward_scheme = Reward(**reward) if isinstance(reward, dict) else reward or Reward()
         self.max_turns = max_turns
         self.render_mode = render_mode
-        self.cfg = compose([f"app={app}", f"data_dir={data_dir}", *overrides])
+        self._overrides = [f"app={app}", f"data_dir={data_dir}", *overrides]
+        self.cfg = compose(self._overrides)
         self.app: App = make_app(self.cfg)
         self.observation_space = AnyText()
         self.action_space = AnyText()
-        self._generated: dict[int, list[Query]] = {}
+        self._generated: dict[int, list[Query]] = {}  # per level, the queries so far
+        self._streams: dict[int, Iterator[Query]] = {}  # per level, the app's generator
+        self._next: dict[int, int] = {}  # per level, the index the next reset plays
         self._env: Any = None  # the app's Environment, entered on the first reset
         self._episode_cm: AbstractContextManager[Episode] | None = None
         self._loop: EpisodeLoop | None = None  # the episode being played
@@ -120,11 +131,31 @@ class NetGaugeEnv(gym.Env[str, str]):
                 f"no query level={level} index={index}; levels {self.levels}, "
                 f"indices 0..{self.queries - 1}"
             )
-        if level not in self._generated:
-            self._generated[level] = list(
-                self.app.generate(level, self.generation_seed, self.queries)
-            )
-        return self._generated[level][index]
+        got = self._generated.setdefault(level, [])
+        if not got:
+            got += self._stored(level) or []
+        while len(got) <= index:
+            stream = self._streams.get(level)
+            if stream is None:
+                stream = iter(self.app.generate(level, self.generation_seed, self.queries))
+                self._streams[level] = stream
+            got.append(next(stream))
+        return got[index]
+
+    def _stored(self, level: int) -> list[Query] | None:
+        """The level's queries from the data directory's shard, when it has them all."""
+        from pipeline.config import compose
+        from pipeline.generate import stored_queries
+
+        cfg = compose(
+            [
+                *self._overrides,
+                f"level={level}",
+                f"seed={self.generation_seed}",
+                f"queries={self.queries}",
+            ]
+        )
+        return stored_queries(cfg, self.app)
 
     # -- the Gymnasium API ---------------------------------------------------------------
 
@@ -132,9 +163,15 @@ class NetGaugeEnv(gym.Env[str, str]):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[str, dict[str, Any]]:
         super().reset(seed=seed)
+        if seed is not None:
+            self._next.clear()
         options = options or {}
         level = int(options.get("level", self.levels[self.np_random.integers(len(self.levels))]))
-        index = int(options.get("index", self.np_random.integers(self.queries)))
+        if "index" in options:
+            index = int(options["index"])
+        else:
+            index = self._next.get(level, 0)
+            self._next[level] = (index + 1) % self.queries
         query = self.query(level, index)
         self._end_episode()
         if self._env is None:
@@ -182,8 +219,14 @@ class NetGaugeEnv(gym.Env[str, str]):
         return None
 
     def close(self) -> None:
-        """End the episode and leave the app's environment (stops its processes)."""
+        """End the episode and leave the app's environment (stops its processes), and
+        the generators still drawing queries (they may hold labs of their own)."""
         self._end_episode()
+        streams, self._streams = list(self._streams.values()), {}
+        for stream in streams:
+            close = getattr(stream, "close", None)
+            if close is not None:
+                close()
         env, self._env = self._env, None
         if env is not None:
             env.__exit__(None, None, None)
