@@ -116,19 +116,19 @@ class LLMAgent:
         def ask(purpose: str, probing: bool = False) -> str:
             return self._ask(self._backend, purpose, calls, head, turns, tail, probing=probing)
 
-        text = ask("act", probing=probe is not None)
-        for _ in range(self.cfg.max_probes if probe is not None else 0):
-            called = self._diagnostic(text)
-            if called is None:
-                break
+        budget = self.cfg.max_probes if probe is not None else 0
+        looked = 0
+        text = ask("act", probing=budget > 0)
+        while looked < budget and (called := self._diagnostic(text)) is not None:
+            looked += 1
             name, arguments = called
             shown = self._probe(probe, name, arguments, calls)
             tail += [
                 {"role": "assistant", "content": f"[{name}] {json.dumps(arguments)}"},
                 {"role": "user", "content": f"Observation ({name}): {shown}"},
             ]
-            text = ask("act", probing=True)
-        if self._diagnostic(text) is not None:  # still probing when its budget ran out
+            text = ask("act", probing=looked < budget)  # past the budget: the action only
+        if self._diagnostic(text) is not None:  # a diagnostic it was no longer offered
             text = ""
         problem = self._format.check(text)
         repair = self.cfg.repair
