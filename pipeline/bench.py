@@ -12,7 +12,6 @@ and code version, and a table is printed. Benchmarks measure; they do not assert
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import platform
@@ -171,85 +170,13 @@ def bench_validity(data: Path) -> dict[str, Any]:
     return figures
 
 
-DECODING_GRID = """\
-name: decoding
-apps: [malt, netllmbench]
-agents: [zero_shot]
-models: [smollm2]
-levels: [1]
-seeds: [0]
-queries: {queries}
-variants: [[], [agent.decoding=json], [agent.decoding=tools]]
-exclude: []
-"""
-
-
 def bench_decoding(data: Path) -> dict[str, Any]:
     """The embedded model on malt L1 and netllmbench L1, the same queries in each decoding
-    mode (free text, JSON-schema constrained, forced tool calls), on one managed server:
-    per app and mode, parse errors, correctness, repair calls, and the latency of the
-    turns' `act` calls (repairs left out: their prompts differ) as a ratio to text, per
-    call and per completion token. N queries per app: $NETGAUGE_BENCH_QUERIES (default
-    10). Needs root (netllmbench). $NETGAUGE_BENCH_KEEP=1 keeps the sweep's results (the
-    folder is printed) for a closer look."""
-    queries = int(os.environ.get("NETGAUGE_BENCH_QUERIES", "10"))
-    figures: dict[str, Any] = {"queries_per_app": queries}
-    with contextlib.ExitStack() as stack:
-        if os.environ.get("NETGAUGE_BENCH_KEEP") == "1":
-            tmp = tempfile.mkdtemp(prefix="netgauge-decoding-")
-            print(f"  the sweep's results stay in {tmp}/data", flush=True)
-        else:
-            tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="netgauge-decoding-"))
-        grids = Path(tmp) / "plugins" / "conf" / "grid"
-        grids.mkdir(parents=True)
-        (grids / "decoding.yaml").write_text(DECODING_GRID.format(queries=queries))
-        env = {**os.environ, "NETGAUGE_APP_PATH": str(Path(tmp) / "plugins")}
-        cmd = [
-            str(Path(sys.executable).with_name("snakemake")), "--cores", "2", "sweep",
-            "--config", "grid=decoding", f"data_dir={tmp}/data", "--quiet", "all",
-        ]  # fmt: skip
-        started = time.perf_counter()
-        subprocess.run(cmd, cwd=ROOT, check=True, env=env, stdout=subprocess.DEVNULL)
-        figures["sweep_s"] = round(time.perf_counter() - started, 1)
-        figures.update(decoding_figures(Path(tmp) / "data"))
-    return figures
+    mode: parse errors, correctness, and the act calls' latency as ratios to free text
+    (pipeline/decoding_bench.py). Needs root (netllmbench)."""
+    from pipeline import decoding_bench
 
-
-def decoding_figures(data: Path) -> dict[str, Any]:
-    """bench_decoding's figures from the results under `data` (see its docstring)."""
-    from analysis.views import connect
-
-    con = connect(data)
-    mode = "coalesce(json_extract_string(c.settings, '$.agent.decoding'), 'text')"
-    cells = "JOIN cells c USING (app, model, agent, level, seed, queries, variant)"
-    rows = con.execute(
-        f"SELECT e.app, {mode}, count(*), avg((e.outcome = 'parse_error')::INT), "
-        "avg(e.correct::INT), avg(e.reprompts + e.example_reprompts) "
-        f"FROM episodes e {cells} GROUP BY ALL ORDER BY ALL"
-    ).fetchall()
-    acts = con.execute(
-        f"SELECT k.app, {mode}, count(*), median(k.latency_s), "
-        "median(k.latency_s / greatest(k.completion_tokens, 1)), avg(k.completion_tokens) "
-        f"FROM calls k {cells} WHERE k.purpose = 'act' GROUP BY ALL ORDER BY ALL"
-    ).fetchall()
-    figures: dict[str, Any] = {}
-    for app, mode_, n, parse_errors, correct, repairs in rows:
-        figures[f"{app}_{mode_}_episodes"] = n
-        figures[f"{app}_{mode_}_parse_error_rate"] = round(parse_errors, 3)
-        figures[f"{app}_{mode_}_correct_rate"] = round(correct, 3)
-        figures[f"{app}_{mode_}_repair_calls_per_episode"] = round(repairs, 2)
-    text = {app: (per_call, per_token) for app, mode_, _, per_call, per_token, _ in acts
-            if mode_ == "text"}  # fmt: skip
-    for app, mode_, n, per_call, per_token, tokens in acts:
-        key = f"{app}_{mode_}"
-        figures[f"{key}_act_calls"] = n
-        figures[f"{key}_act_completion_tokens_mean"] = round(tokens, 1)
-        figures[f"{key}_act_median_s"] = round(per_call, 3)
-        figures[f"{key}_act_s_per_completion_token"] = round(per_token, 4)
-        if app in text:
-            figures[f"{key}_act_ratio_to_text"] = round(per_call / text[app][0], 2)
-            figures[f"{key}_act_per_token_ratio_to_text"] = round(per_token / text[app][1], 2)
-    return figures
+    return decoding_bench.run()
 
 
 # `make bench` runs these; others only with --only.
