@@ -31,6 +31,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipeline.agents import Probe
 from pipeline.core import Action
 from pipeline.errors import AgentFailure, AgentStopped, AgentTimeout
 
@@ -59,10 +60,6 @@ class _Event:
     reason: str = ""
     result: Future[ToolResult] | None = None
     name: str = ""  # the diagnostic's
-
-
-# An episode's diagnostics: (name, arguments) -> what it shows (pipeline.agents.Probe).
-Probe = Callable[[str, dict[str, Any]], str]
 
 
 class Channel:
