@@ -153,6 +153,9 @@ class CommandResult:
     truncated: bool = False  # the output cap was hit (and the command killed)
 
 
+PINGALL = "*** Ping: testing ping reachability"  # the first line of a rendered matrix
+
+
 @dataclass(frozen=True)
 class Reachability:
     """Who can ping whom: `ok` holds the ordered (source, target) pairs that replied."""
@@ -206,15 +209,38 @@ class Reachability:
     def render(self) -> str:
         """Mininet's pingall layout: per source the targets that replied, X for the others."""
         width = max((len(d) for d in self.devices), default=0)
-        lines = ["*** Ping: testing ping reachability"]
+        lines = [PINGALL]
         for s in self.devices:
             marks = [t if (s, t) in self.ok else "X" for t in self.devices if t != s]
             lines.append(f"{s:<{width}} -> {' '.join(marks)}")
-        got = len(self.ok)
-        lines.append(
-            f"*** Results: {round(100 * self.loss)}% dropped ({got}/{self.pairs} received)"
-        )
+        lines.append(self.results_line())
         return "\n".join(lines)
+
+    def results_line(self) -> str:
+        got = len(self.ok)
+        return f"*** Results: {round(100 * self.loss)}% dropped ({got}/{self.pairs} received)"
+
+    @classmethod
+    def parse(cls, text: str) -> Reachability:
+        """The inverse of `render`: the matrix `text` holds (its rendered lines alone, from
+        the "*** Ping" line through the "*** Results" line); ValueError when it is not one."""
+        lines = text.strip("\n").split("\n")
+        if len(lines) < 2 or lines[0] != PINGALL or not lines[-1].startswith("*** Results:"):
+            raise ValueError("not a rendered reachability matrix")
+        rows = [line.partition(" -> ") for line in lines[1:-1]]
+        devices = tuple(source.strip() for source, _, _ in rows)
+        ok = set()
+        for (_, arrow, marks), s in zip(rows, devices, strict=True):
+            targets = [t for t in devices if t != s]
+            seen = marks.split()
+            if not arrow or not s or len(seen) != len(targets):
+                raise ValueError(f"the row of {s!r} does not fit {len(devices)} devices")
+            for t, mark in zip(targets, seen, strict=True):
+                if mark == t:
+                    ok.add((s, t))
+                elif mark != "X":
+                    raise ValueError(f"the row of {s!r} shows {mark!r} where {t!r} or X belongs")
+        return cls(devices, frozenset(ok))
 
 
 class Emulator(Protocol):

@@ -217,68 +217,13 @@ def bench_validity(data: Path) -> dict[str, Any]:
     return figures
 
 
-DECODING_GRID = """\
-name: decoding
-apps: [malt, netllmbench]
-agents: [zero_shot]
-models: [smollm2]
-levels: [1]
-seeds: [0]
-queries: {queries}
-variants: [[], [agent.decoding=json], [agent.decoding=tools]]
-exclude: []
-"""
-
-
 def bench_decoding(data: Path) -> dict[str, Any]:
     """The embedded model on malt L1 and netllmbench L1, the same queries in each decoding
-    mode (free text, JSON-schema constrained, forced tool calls), on one managed server:
-    parse errors, correctness, repair calls, and latency per call as a ratio to text.
-    N queries per app: $NETGAUGE_BENCH_QUERIES (default 20). Needs root (netllmbench)."""
-    from analysis.views import connect
+    mode: parse errors, correctness, and the act calls' latency as ratios to free text
+    (pipeline/decoding_bench.py). Needs root (netllmbench)."""
+    from pipeline import decoding_bench
 
-    queries = int(os.environ.get("NETGAUGE_BENCH_QUERIES", "20"))
-    figures: dict[str, Any] = {"queries_per_app": queries}
-    with tempfile.TemporaryDirectory(prefix="netgauge-decoding-") as tmp:
-        grids = Path(tmp) / "plugins" / "conf" / "grid"
-        grids.mkdir(parents=True)
-        (grids / "decoding.yaml").write_text(DECODING_GRID.format(queries=queries))
-        env = {**os.environ, "NETGAUGE_APP_PATH": str(Path(tmp) / "plugins")}
-        cmd = [
-            str(Path(sys.executable).with_name("snakemake")), "--cores", "2", "sweep",
-            "--config", "grid=decoding", f"data_dir={tmp}/data", "--quiet", "all",
-        ]  # fmt: skip
-        started = time.perf_counter()
-        subprocess.run(cmd, cwd=ROOT, check=True, env=env, stdout=subprocess.DEVNULL)
-        figures["sweep_s"] = round(time.perf_counter() - started, 1)
-        con = connect(Path(tmp) / "data")
-        rows = con.execute(
-            "SELECT e.app, coalesce(json_extract_string(c.settings, '$.agent.decoding'), 'text'),"
-            " count(*), avg((e.outcome = 'parse_error')::INT), avg(e.correct::INT), "
-            " avg(e.reprompts + e.example_reprompts) "
-            "FROM episodes e JOIN cells c USING (app, model, agent, level, seed, queries, "
-            "variant) GROUP BY ALL ORDER BY ALL"
-        ).fetchall()
-        latency = {
-            mode: (per_call, per_token)
-            for mode, per_call, per_token in con.execute(
-                "SELECT coalesce(json_extract_string(c.settings, '$.agent.decoding'), 'text'), "
-                "median(k.latency_s), median(k.latency_s / greatest(k.completion_tokens, 1)) "
-                "FROM calls k JOIN cells c USING (app, model, agent, level, seed, queries, "
-                "variant) GROUP BY ALL"
-            ).fetchall()
-        }
-    for app, mode, n, parse_errors, correct, repairs in rows:
-        figures[f"{app}_{mode}_episodes"] = n
-        figures[f"{app}_{mode}_parse_error_rate"] = round(parse_errors, 3)
-        figures[f"{app}_{mode}_correct_rate"] = round(correct, 3)
-        figures[f"{app}_{mode}_repair_calls_per_episode"] = round(repairs, 2)
-    for mode, (per_call, per_token) in sorted(latency.items()):
-        figures[f"{mode}_median_call_s"] = round(per_call, 3)
-        figures[f"{mode}_call_ratio_to_text"] = round(per_call / latency["text"][0], 2)
-        figures[f"{mode}_s_per_completion_token"] = round(per_token, 4)
-        figures[f"{mode}_per_token_ratio_to_text"] = round(per_token / latency["text"][1], 2)
-    return figures
+    return decoding_bench.run()
 
 
 # `make bench` runs these; others only with --only.

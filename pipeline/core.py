@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import enum
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from pipeline.strict import qualifies
 
 if TYPE_CHECKING:
     from pipeline.capacity import Capacity
@@ -130,16 +132,22 @@ class Action:
     description: str  # what it does, for the model (one or two sentences)
     parameters: dict[str, Any]  # JSON schema of the arguments (an object)
 
+    @property
+    def strict(self) -> bool:
+        """Whether the schema is in OpenAI's strict subset (pipeline/strict.py); only then
+        is `strict` sent, as OpenAI refuses a strict schema outside it."""
+        return qualifies(self.parameters)
+
     def tool(self) -> dict[str, Any]:
-        """The OpenAI `tools` entry; `strict`, so servers that can constrain a call's
-        arguments to the schema do (vLLM does only then)."""
+        """The OpenAI `tools` entry; `strict` when the schema allows it, so servers that can
+        constrain a call's arguments to the schema do (vLLM does only then)."""
         return {
             "type": "function",
             "function": {
                 "name": self.name,
                 "description": self.description,
                 "parameters": self.parameters,
-                "strict": True,
+                "strict": self.strict,
             },
         }
 
@@ -147,7 +155,7 @@ class Action:
         """The OpenAI `response_format` that constrains a reply to the arguments' schema."""
         return {
             "type": "json_schema",
-            "json_schema": {"name": self.name, "schema": self.parameters, "strict": True},
+            "json_schema": {"name": self.name, "schema": self.parameters, "strict": self.strict},
         }
 
 
@@ -177,6 +185,13 @@ def diagnostics(reply_format: Any) -> tuple[Action, ...]:
     """The read-only diagnostics an app offers beside its action (a ReplyFormat's optional
     `diagnostics`; its episodes answer them with `diagnose(name, arguments)`)."""
     return tuple(getattr(reply_format, "diagnostics", ()))
+
+
+def observation_changes(app: Any) -> Callable[[str, str], str | None] | None:
+    """An app's optional `observation_changes(previous, current)`: `current` (an observation
+    it wrote) shown as what changed since `previous`, or None when it cannot say; LLM
+    agents with `agent.context.observations: changes` send that instead of the whole."""
+    return getattr(app, "observation_changes", None)
 
 
 class Episode(Protocol):

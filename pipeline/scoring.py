@@ -193,7 +193,7 @@ def _episode_row(
         "prompt_tokens": _total(rows, "prompt_tokens"),
         "completion_tokens": _total(rows, "completion_tokens"),
         "tokens_per_s": completion / call_s if call_s > 0 else None,
-        "model_calls": len(calls),
+        "model_calls": len(calls) - purposes["diagnostic"],  # diagnostics call no model
         "reprompts": purposes["reprompt"],
         "example_reprompts": purposes["example"],
         "master_extractions": purposes["master"],

@@ -1,6 +1,7 @@
 """An OpenAI-compatible chat endpoint of our own, for tests of the LLM-agent path: a
 ThreadingHTTPServer on loopback that streams whatever `answer(request_body)` returns as
-chat-completion chunks, with token usage, and records every request it was sent."""
+chat-completion chunks, with token usage, and records every request it was sent. A str
+is the reply's text; a ToolCall (pipeline.serving.client) a native tool call."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-Answer = Callable[[dict[str, Any]], str]
+from pipeline.serving.client import ToolCall
+
+Answer = Callable[[dict[str, Any]], str | ToolCall]
 
 
 @contextlib.contextmanager
@@ -29,6 +32,12 @@ def chat_endpoint(answer: Answer) -> Iterator[tuple[str, list[dict[str, Any]]]]:
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.end_headers()
+            if isinstance(text, ToolCall):
+                function = {"name": text.name, "arguments": text.arguments}
+                call = {"index": 0, "id": "call_0", "type": "function", "function": function}
+                delta = {"delta": {"tool_calls": [call]}, "finish_reason": "tool_calls"}
+                self.wfile.write(b"data: " + json.dumps({"choices": [delta]}).encode() + b"\n\n")
+                text = ""
             for start in range(0, len(text), 1 << 16):
                 piece = {"choices": [{"delta": {"content": text[start : start + (1 << 16)]}}]}
                 self.wfile.write(b"data: " + json.dumps(piece).encode() + b"\n\n")

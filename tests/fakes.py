@@ -2,7 +2,8 @@
 
 Query i asks for the number `i * 7`; the reply must be that number. Queries whose
 index is in `fail_on` raise EnvironmentFailure when played (an emulator crash), and
-replies of "crash" count calls so tests can kill a run part-way. `ChainedEchoApp` scores
+replies of "crash" count calls so tests can kill a run part-way. With `retry_wrong` a wrong
+number leaves the episode open, for agents that play several turns. `ChainedEchoApp` scores
 the same episodes as a chain of tasks, read from each step's evidence.
 """
 
@@ -26,6 +27,7 @@ class EchoConfig:
     name: str = "echo"
     kind: str = "echo"
     max_turns: int = 2
+    retry_wrong: bool = False  # a wrong number leaves the episode open (up to max_turns)
     # Queries whose environment crashes: a fault of the machine, not of the task, so it
     # never splits cells (the rerun after a fix resumes the same cell).
     fail_on: list[int] = operational(default_factory=list)
@@ -36,6 +38,7 @@ class _Episode:
         self.query = query
         self.max_turns = cfg.max_turns
         self.fail = query.index in cfg.fail_on
+        self.retry_wrong = cfg.retry_wrong
 
     def observe(self) -> str:
         return self.query.prompt
@@ -48,7 +51,8 @@ class _Episode:
             return StepResult(
                 text, StepStatus.PARSE_ERROR, "not a number", error="no number", done=True
             )
-        return StepResult(text, StepStatus.OK, f"you said {text}", {"answer": int(text)}, done=True)
+        done = not self.retry_wrong or int(text) == self.query.ground_truth.get("answer")
+        return StepResult(text, StepStatus.OK, f"you said {text}", {"answer": int(text)}, done=done)
 
 
 class _Env:

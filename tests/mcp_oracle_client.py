@@ -6,7 +6,8 @@ reads the task, then calls the action tool with the arguments the test wrote for
 query ($ORACLE_FILE: {query_id: [arguments of turn 1, turn 2, ...]}) until a result says
 the episode is over. It reports made-up token counts in `_meta` (NetGauge records them).
 $ORACLE_MODE=stop calls `stop` after the first action instead; =unknown calls a tool that
-does not exist, over and over.
+does not exist, over and over. $ORACLE_LOOK ({"tool": …, "arguments": …}) names a read-only
+diagnostic it calls before each action.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ async def play() -> None:
         actions = json.load(f)[os.environ["NETGAUGE_QUERY_ID"]]
     mode = os.environ.get("ORACLE_MODE", "oracle")
     action = os.environ["NETGAUGE_ACTION"]
+    look = json.loads(os.environ.get("ORACLE_LOOK", "null"))
     async with Client(_server()) as client:
         names = {tool.name for tool in (await client.list_tools()).tools}
         assert {action, "read_task", "stop"} <= names, names
@@ -43,6 +45,10 @@ async def play() -> None:
             while True:
                 await client.call_tool("format_disk", {})
         for arguments in actions:
+            if look is not None:
+                assert look["tool"] in os.environ["NETGAUGE_DIAGNOSTICS"].split(","), look
+                seen = await client.call_tool(look["tool"], look["arguments"])
+                assert not seen.is_error and seen.structured_content["output"], seen
             result = await client.call_tool(action, arguments, meta=USAGE)
             if mode == "stop":
                 await client.call_tool("stop", {"reason": "enough"})

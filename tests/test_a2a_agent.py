@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 import pytest
+from a2a.helpers import new_text_message
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 
@@ -53,6 +55,40 @@ class _Broken(AgentExecutor):
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         return None
+
+
+class _QuickThenSlow(AgentExecutor):
+    """Answers the first message of a context at once (a wrong number), the others late."""
+
+    def __init__(self) -> None:
+        self.seen: set[str] = set()
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        if context.context_id in self.seen:
+            await asyncio.sleep(8)
+        self.seen.add(context.context_id)
+        await event_queue.enqueue_event(new_text_message("1", context_id=context.context_id))
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        return None
+
+
+@pytest.mark.usefixtures("echo_app")
+def test_the_episode_limit_holds_across_turns(tmp_path):
+    """Every answer would come within agent.turn_timeout_s, but the episode's limit counts
+    from its start: the second message's wait is cut at what is left of it."""
+    app = EchoApp(EchoConfig(max_turns=5, retry_wrong=True), tmp_path, None)
+    query = next(app.generate(1, 0, 1))  # "Say 0."
+    cell = cell_from_config(echo_config(tmp_path, queries=1))
+    with serving(_QuickThenSlow()) as url:
+        agent = A2AAgent(A2AAgentConfig(url=url, turn_timeout_s=60, episode_timeout_s=4), app)
+        started = time.monotonic()
+        with app.environment() as env:
+            rows = play(env, agent, query, cell)
+        took = time.monotonic() - started
+    assert [(r["status"], r["reply"]) for r in rows] == [("ok", "1"), ("agent_timeout", "")]
+    assert rows[1]["error"] == "the episode's limit agent.episode_timeout_s=4 s passed"
+    assert 3.5 < took < 30  # the episode's 4 s, not the turn's 60
 
 
 @pytest.mark.usefixtures("echo_app")

@@ -1,13 +1,15 @@
 """A conversation longer than the model's context: routing L3 on real Mininet, an LLM agent
 on a chat endpoint of our own (the budget logic is ours; any model would do). Old turns
-are left out and the episode plays to its end; a context too small for the task alone
-ends each episode as context_overflow, and the cell finishes."""
+are left out and the episode plays to its end (or, with observations as changes, all fit);
+a context too small for the task alone ends each episode as context_overflow, and the cell
+finishes."""
 
 from __future__ import annotations
 
 import pytest
 
 from analysis.views import connect
+from emulators.base import PINGALL
 from pipeline.config import compose
 from pipeline.generate import generate, read_queries
 from pipeline.llm import context
@@ -60,6 +62,29 @@ def test_routing_l3_history_past_the_context_is_truncated(tmp_path):
     for body in seen:  # every request within the budget, the task always first
         assert context.estimate(body["messages"], 3.0) <= budget
         assert body["messages"][1]["content"] == first
+
+
+def test_routing_l3_observations_as_changes_keep_every_turn_in_the_same_budget(tmp_path):
+    """agent.context.observations=changes: the matrix is sent once (with the task); later
+    observations carry its changes, so the eight turns fit where whole matrices did not."""
+    require_root("routing needs root")
+    with chat_endpoint(lambda body: LOOK) as (url, seen):
+        cfg = _cell(tmp_path, url)
+        task = read_queries(generate(cfg))[0].prompt
+        budget = 2 * len(task)  # as above
+        run_cell(_cell(tmp_path, url, f"agent.context.max_tokens={budget + 256}",
+                       "agent.context.observations=changes"))  # fmt: skip
+    con = connect(tmp_path)
+    outcome, turns = con.execute("SELECT outcome, iterations FROM episodes").fetchone()
+    assert outcome == "wrong" and turns == 8
+    assert {d for (d,) in con.execute("SELECT dropped_turns FROM calls").fetchall()} == {0}
+    last = seen[-1]["messages"]
+    assert sum(PINGALL in m["content"] for m in last) == 1  # the task's matrix only
+    later = [m["content"] for m in last[2:] if m["role"] == "user"]
+    assert len(later) == 7
+    assert all("*** Changes since the last observation: " in t for t in later)
+    for body in seen:
+        assert context.estimate(body["messages"], 3.0) <= budget
 
 
 def test_a_context_too_small_for_the_task_is_a_context_overflow(tmp_path):

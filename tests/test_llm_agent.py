@@ -283,18 +283,26 @@ def test_react_with_tools_may_run_diagnostics_before_it_acts():
     assert {t["function"]["name"] for t in sent.options[0]["tools"]} == {"submit_code", "run_code"}
     assert sent.options[0]["tool_choice"] == "required"
     assert sent.seen[-1][-1]["content"] == "Observation (run_code): printed:\n\nreturned: 5493"
-    assert [c["purpose"] for c in reply.calls] == ["act", "act", "act"]
+    assert [c["purpose"] for c in reply.calls] == ["act", "diagnostic"] * 2 + ["act"]
+    looked = reply.calls[1]  # the diagnostic's own record: what it was asked, what it showed
+    assert looked["request"] == f"run_code {probe_code}" and looked["prompt_tokens"] is None
+    assert looked["response"] == "printed:\n\nreturned: 5493"
+    assert (reply.prompt_tokens, reply.completion_tokens) == (300, 30)  # the model's calls
 
 
 def test_diagnostics_past_their_budget_leave_no_action_and_the_chain_repairs():
     probe_code = '{"code": "def process_graph(graph):\\n    return 0"}'
     submit = '{"code": "def process_graph(graph):\\n    return 1"}'
     script = [ToolCall("run_code", probe_code)] * 2 + [ToolCall("submit_code", submit)]
-    llm, _ = agent(script, settings={"reasoning": "react", "decoding": "tools", "max_probes": 1})
+    llm, backends = agent(script, settings={"reasoning": "react", "decoding": "tools",
+                                            "max_probes": 1})  # fmt: skip
     with llm.episode(QUERY, 1, probe=lambda name, arguments: "returned: 0"):
         reply = llm.reply(QUERY, "Count the nodes.", [], 1)
-    assert [c["purpose"] for c in reply.calls] == ["act", "act", "reprompt"]
+    assert [c["purpose"] for c in reply.calls] == ["act", "diagnostic", "act", "reprompt"]
     assert reply.text == GOOD
+    options = backends["small"].options
+    assert [len(o["tools"]) for o in options] == [2, 1, 1]  # past the budget: the action only
+    assert options[1]["tool_choice"] == {"type": "function", "function": {"name": "submit_code"}}
 
 
 def test_without_an_episode_probe_react_acts_directly():

@@ -166,6 +166,39 @@ def test_a_person_plays_an_episode_with_the_sdk_client(tmp_path, echo_app):
     assert seen["result"]["over"] and seen["result"]["reason"] == "the task is done"
 
 
+@pytest.mark.usefixtures("echo_app")
+def test_the_episode_limit_holds_across_turns(tmp_path):
+    """Each action comes well within agent.turn_timeout_s, but the episode's limit counts
+    from its start: after a quick wrong first turn, the second wait is cut at what is left
+    of agent.episode_timeout_s, and the episode ends agent_timeout saying which limit."""
+    app = EchoApp(EchoConfig(max_turns=5, retry_wrong=True), tmp_path, None)
+    query = next(app.generate(1, 0, 1))  # "Say 0."
+    released = threading.Event()
+
+    async def person(url: str) -> None:
+        async with Client(url) as client:
+            await client.call_tool("say", {"number": 1})  # wrong: the episode goes on
+            await asyncio.to_thread(released.wait, 60)  # then silence, until the test ends
+
+    def announce(url: str) -> None:
+        threading.Thread(target=lambda: asyncio.run(person(url)), daemon=True).start()
+
+    cfg = MCPAgentConfig(name="person", turn_timeout_s=60, episode_timeout_s=4)
+    agent = MCPAgent(cfg, app, announce=announce)
+    started = time.monotonic()
+    try:
+        with app.environment() as env:
+            rows = play(env, agent, query, _cell(tmp_path))
+    finally:
+        released.set()
+    assert [(r["status"], r["reply"]) for r in rows] == [
+        (StepStatus.OK, "1"),
+        (StepStatus.AGENT_TIMEOUT, ""),
+    ]
+    assert rows[1]["error"] == "the episode's limit agent.episode_timeout_s=4 s passed"
+    assert 3.5 < time.monotonic() - started < 30  # the episode's 4 s, not the turn's 60
+
+
 def _cell(tmp_path):
     from pipeline.cells import cell_from_config
 

@@ -2,8 +2,9 @@
 
 - An MCP client written with the official SDK (tests/mcp_oracle_client.py, started as the
   agent command) plays the oracle's actions through NetGauge's MCP server, over stdio on
-  routing (Mininet) and over streamable HTTP on k8s, and gets the built-in oracle's
-  verdicts query by query.
+  routing (Mininet) and over streamable HTTP on k8s, looking with the app's read-only
+  diagnostic before each, and gets the built-in oracle's verdicts query by query (a look
+  changes nothing and uses no turn).
 - An A2A agent built with a2a-sdk (tests/a2a_agents.py) answering with the oracle's code
   scores 100 % on malt; one answering prose scores 0 % as parse_error; an unreachable URL
   finishes its cell as agent_error.
@@ -73,6 +74,12 @@ def _requirements(app: str) -> None:
         require(shutil.which("iptables-nft-restore") is not None, "iptables is not installed")
 
 
+LOOKS = {
+    "routing": ("show", {"machine": "r0", "what": "addresses"}, "r0$ ip addr show\n"),
+    "k8s": ("kubectl_read", {"command": "kubectl get networkpolicies"}, "$ kubectl get "),
+}
+
+
 @pytest.mark.parametrize(
     ("app", "transport", "queries"), [("routing", "stdio", 2), ("k8s", "http", 3)]
 )
@@ -91,6 +98,8 @@ def test_an_sdk_client_playing_the_oracle_gets_the_oracles_verdicts(
         for q in read_queries(layout(oracle).queries(cell_from_config(oracle)), limit=queries)
     }
     (tmp_path / "oracle.json").write_text(json.dumps(actions))
+    tool, arguments, shown = LOOKS[app]
+    (tmp_path / "look.json").write_text(json.dumps({"tool": tool, "arguments": arguments}))
     mcp = compose(
         [
             *cell,
@@ -98,6 +107,7 @@ def test_an_sdk_client_playing_the_oracle_gets_the_oracles_verdicts(
             f"agent.command=['{PYTHON}','{CLIENT}']",
             f"agent.transport={transport}",
             f"+agent.env.ORACLE_FILE='{tmp_path / 'oracle.json'}'",
+            f"+agent.env.ORACLE_LOOK='{(tmp_path / 'look.json').read_text()}'",
             "agent.turn_timeout_s=120",
         ]
     )
@@ -109,6 +119,11 @@ def test_an_sdk_client_playing_the_oracle_gets_the_oracles_verdicts(
     assert all(c["prompt_tokens"] == 11 and c["completion_tokens"] == 3 for c in acts)
     assert all(e["prompt_tokens"] == 11 * e["iterations"] for e in got.values())
     assert {c["request"] for c in calls if c["purpose"] == "tool"} == {"read_task {}"}
+    looks = [c for c in calls if c["purpose"] == "diagnostic"]
+    assert len(looks) == len(acts)  # one before each action, none a step
+    assert all(c["request"].startswith(f"{tool} ") for c in looks)
+    assert all(c["response"].startswith(shown) and len(c["response"]) > len(shown) for c in looks)
+    assert all(e["model_calls"] == 1 + e["iterations"] for e in got.values())  # not looks
 
 
 def test_an_a2a_agent_with_the_oracles_code_scores_100_and_garbage_0_on_malt(tmp_path):
@@ -172,14 +187,19 @@ def test_dead_agents_finish_their_cells_typed_and_leave_nothing(tmp_path):
         (
             "garbage",
             [PYTHON, str(CLIENT)],
-            {"env": {"ORACLE_FILE": str(oracle_file), "ORACLE_MODE": "unknown"}},
+            # Time to start (the SDK's import takes seconds on a busy machine); then the
+            # bad calls end it.
+            {
+                "env": {"ORACLE_FILE": str(oracle_file), "ORACLE_MODE": "unknown"},
+                "turn_timeout_s": 60,
+            },
             "agent_error",
             "6 bad tool calls, the last: unknown tool 'format_disk'",
         ),
     ]
     for name, command, settings, outcome, reason in cases:
         started = time.monotonic()
-        cfg = _echo_mcp(tmp_path, name, command, turn_timeout_s=2, **settings)
+        cfg = _echo_mcp(tmp_path, name, command, **{"turn_timeout_s": 2, **settings})
         episodes, _ = _played(cfg)
         assert {e["outcome"] for e in episodes.values()} == {outcome}, name
         assert all(reason in e["error"] for e in episodes.values()), (name, episodes)
@@ -217,6 +237,9 @@ def test_a_person_plays_one_episode_served_by_the_command_line(tmp_path):
             async with Client(url) as client:
                 task = await client.call_tool("read_task", {})
                 assert task.structured_content["task"] == query.prompt
+                assert task.structured_content["diagnostics"] == ["run_code"]
+                tried = await client.call_tool("run_code", {"code": code})  # no turn used
+                assert "returned:" in tried.structured_content["output"], tried
                 result = await client.call_tool("submit_code", {"code": code})
                 return result.structured_content
 

@@ -26,7 +26,15 @@ from generators.k8s.config import K8sConfig, validate_config
 from generators.k8s.faults import LEVELS
 from generators.k8s.generator import K8sQueryGenerator
 from generators.k8s.prompt import report
-from generators.k8s.reply import FEW_SHOT, K8sReplyFormat, ReplyError, parse_reply
+from generators.k8s.reply import (
+    ACTION,
+    FEW_SHOT,
+    READ,
+    READ_VERBS,
+    K8sReplyFormat,
+    ReplyError,
+    parse_reply,
+)
 from pipeline.capacity import Capacity
 from pipeline.core import Query, StepResult, StepStatus, Verdict
 from pipeline.errors import ConfigError, DataError, EnvironmentFailure
@@ -62,6 +70,27 @@ class K8sEpisode:
 
     def observe(self) -> str:
         return self.query.prompt
+
+    def diagnose(self, name: str, arguments: dict[str, Any]) -> str:
+        """`kubectl_read`: one read-only kubectl command, run like an action's (parsed,
+        checked, jailed) but no step: no turn is used and the data plane is not probed."""
+        if name != READ.name:
+            return f"there is no diagnostic '{name[:100]}'; the one there is: {READ.name}(command)"
+        line = arguments.get("command")
+        if not isinstance(line, str) or not line.strip():
+            return f'{READ.name} needs a "command" string, e.g. kubectl get networkpolicies'
+        try:
+            cmd = parse(line.strip())
+            verb = check(cmd)
+        except Refused as err:
+            return f"refused: {err}"
+        if verb not in READ_VERBS:
+            return (
+                f"refused: kubectl {verb} is not read-only; {READ.name} runs only "
+                f"{', '.join(READ_VERBS)} (change the cluster with {ACTION.name})"
+            )
+        result = self._cluster.kubectl(cmd)
+        return f"$ {cmd.text}\n{result.output.rstrip() or '(no output)'}"
 
     def _measured(self, **facts: Any) -> tuple[dict[str, Any], str, bool]:
         """(evidence, report, all match) of the data plane as it is now."""

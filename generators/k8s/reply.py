@@ -1,12 +1,12 @@
 """An agent's reply -> one kubectl command line, its stdin and any files sent with it.
 
-Understood, in this order: a JSON object with "command" (and optional "stdin", "files"),
-bare or in a ```json block; a fenced shell block (bash, sh, shell, console or untagged)
-whose first command line starts with kubectl; a plain line starting with kubectl. A
-here-document after the command line is kept with it. Anything else is a ReplyError.
-A reply longer than MAX_REPLY_CHARS is refused before any of it is read, and at most
-MAX_JSON_TRIES places are tried as the start of a JSON object; reading is linear in
-the reply's length.
+Understood, in this order: a JSON object with "command" (and optional "stdin", text or
+null, and "files"), bare or in a ```json block; a fenced shell block (bash, sh, shell,
+console or untagged) whose first command line starts with kubectl; a plain line starting
+with kubectl. A here-document after the command line is kept with it. Anything else is a
+ReplyError. A reply longer than MAX_REPLY_CHARS is refused before any of it is read, and at
+most MAX_JSON_TRIES places are tried as the start of a JSON object; reading is linear in the
+reply's length.
 """
 
 from __future__ import annotations
@@ -56,7 +56,8 @@ def _json_objects(text: str) -> list[dict[str, Any]]:
 
 
 def _from_json(obj: dict[str, Any]) -> ReplyCommand:
-    command, stdin, files = obj.get("command"), obj.get("stdin", ""), obj.get("files") or {}
+    command, stdin, files = obj.get("command"), obj.get("stdin"), obj.get("files") or {}
+    stdin = "" if stdin is None else stdin  # null: none (the action's schema allows it)
     if not isinstance(command, str) or not command.strip():
         raise ReplyError(f'"command" must be a non-empty string, e.g. {EXAMPLE}')
     if not isinstance(stdin, str):
@@ -120,7 +121,34 @@ ACTION = Action(
         "type": "object",
         "properties": {
             "command": {"type": "string", "description": "one command: kubectl ..."},
-            "stdin": {"type": "string", "description": "text for `-f -` or kubectl edit"},
+            # Nullable and required, not optional: OpenAI's strict mode (pipeline/strict.py).
+            "stdin": {
+                "type": ["string", "null"],
+                "description": "text for `-f -` or kubectl edit; null when none",
+            },
+        },
+        "required": ["command", "stdin"],
+        "additionalProperties": False,
+    },
+)
+
+
+# Verbs of kubectl_read: they only read the cluster's objects and the API's schema.
+READ_VERBS = ("get", "describe", "explain", "api-resources", "api-versions")
+READ = Action(
+    name="kubectl_read",
+    description=(
+        "Look at the cluster without changing it and without using a turn: one read-only "
+        f"kubectl command ({', '.join(READ_VERBS)}); its output comes back, and no "
+        "connectivity is probed."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "command": {
+                "type": "string",
+                "description": "e.g. kubectl describe networkpolicy adservice",
+            },
         },
         "required": ["command"],
         "additionalProperties": False,
@@ -130,9 +158,11 @@ ACTION = Action(
 
 class K8sReplyFormat:
     """What a k8s reply must look like (pipeline.core.ReplyFormat); `check` accepts exactly
-    the replies `parse_reply` understands, so an accepted reply is never a parse_error."""
+    the replies `parse_reply` understands, so an accepted reply is never a parse_error.
+    Its diagnostic is `kubectl_read` (K8sEpisode.diagnose)."""
 
     action = ACTION
+    diagnostics = (READ,)
 
     instructions = (
         'one JSON object {"command": "kubectl ..."} holding a single kubectl command, with '

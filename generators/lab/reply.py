@@ -15,6 +15,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from generators.lab.diagnostics import SHOW
 from pipeline.core import Action
 
 INSTRUCTIONS = (
@@ -83,10 +84,12 @@ ACTION = Action(
 
 class CommandReplyFormat:
     """pipeline.core.ReplyFormat of {"machine", "command"} replies; `example` is the
-    app's (a command that makes sense on its labs)."""
+    app's (a command that makes sense on its labs). Its diagnostic is `show`
+    (generators/lab/diagnostics.py)."""
 
     instructions = INSTRUCTIONS
     action = ACTION
+    diagnostics = (SHOW,)
 
     def __init__(self, example: Command) -> None:
         self.example = json.dumps({"machine": example.machine, "command": example.command})

@@ -24,6 +24,7 @@ from typing import Any
 
 from emulators.base import Emulator
 from emulators.netcmd.sandbox import CommandSandbox
+from generators.lab.diagnostics import diagnose
 from generators.lab.pool import PooledEnvironment
 from generators.lab.reply import REPLY_FORMAT
 from generators.lab.step import play_command
@@ -108,6 +109,10 @@ class TaskChain:
 
     def observe(self) -> str:
         return f"{self.query.prompt}\n\n{self._task_text()}"
+
+    def diagnose(self, name: str, arguments: dict[str, Any]) -> str:
+        """A read-only look (generators/lab/diagnostics.py): no attempt is used."""
+        return diagnose(self._sandbox, name, arguments)
 
     def step(self, reply: str) -> StepResult:
         task = self._tasks[self._k]

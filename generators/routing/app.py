@@ -15,6 +15,7 @@ from generators.routing import APP_VERSION, capacity, scoring
 from generators.routing.config import RoutingConfig, validate_config
 from generators.routing.environment import RoutingEnvironment
 from generators.routing.generator import LEVELS, RoutingQueryGenerator
+from generators.routing.observations import changes
 from pipeline.capacity import Capacity
 from pipeline.core import Query, StepResult, Verdict
 from pipeline.errors import ConfigError
@@ -41,6 +42,8 @@ class RoutingApp:
     version = APP_VERSION
     reply_format = CommandReplyFormat(Command("r0", "ip route show"))
     few_shot = FEW_SHOT
+    # agent.context.observations=changes: later matrices as their changes
+    observation_changes = staticmethod(changes)
 
     def __init__(
         self, cfg: RoutingConfig, cache_dir: Path | None = None, shared_data_dir: Path | None = None

@@ -3,7 +3,7 @@
 `RoutingEnvironment` is the app's Environment: one pool of live labs (generators/lab/pool.py),
 one thread, its own instance prefixes, so several environments run side by side. `RoutingEpisode`
 turns each reply into one sandboxed command and records the reachability before and
-after it as the step's evidence.
+after it as the step's evidence; its diagnostic `show` only looks.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any
 
 from emulators.base import Emulator, Reachability
 from emulators.netcmd.sandbox import CommandSandbox
+from generators.lab.diagnostics import diagnose
 from generators.lab.pool import PooledEnvironment
 from generators.lab.reply import REPLY_FORMAT
 from generators.lab.step import play_command
@@ -71,6 +72,10 @@ class RoutingEpisode:
             "before": before.rows(),
             "after": self._now.rows(),
         }
+
+    def diagnose(self, name: str, arguments: dict[str, Any]) -> str:
+        """A read-only look (generators/lab/diagnostics.py): no step, no turn."""
+        return diagnose(self._sandbox, name, arguments)
 
     def step(self, reply: str) -> StepResult:
         self._turn += 1

@@ -18,35 +18,46 @@ unparseable goes to the environment as it is and becomes a parse_error step: sco
 never retried forever. Every call is recorded (the `calls` table) with the text it
 answered and what the model said.
 
-A conversation that cannot fit the model's context even without its past turns ends the
-episode as `context_overflow` (ContextOverflow); a server that still refuses a request for
-its length gets one with half the past turns, down to none.
+Every request of a turn (the first, each after a diagnostic, the re-prompts, the master
+model's) is fitted to its model's context; one that cannot fit even without the past
+turns ends the episode as `context_overflow` (ContextOverflow, with the turn's calls); a
+server that still refuses a request for its length gets one with half the past turns,
+down to none. `agent.context.observations: changes` shows later observations as what
+changed (the app's `observation_changes`, e.g. routing's reachability matrix).
 
 ReAct with tools (`reasoning: react`, `decoding: tools`) also offers the app's read-only
-diagnostics (e.g. MALT's `run_code`, running code on a copy of the graph within the same
-limits): the model may call up to `max_probes` of them per turn, sees each result, and
-then acts; each exchange is plain text in the conversation, so any chat template holds it.
+diagnostics (MALT's `run_code` on a copy of the graph, the lab apps' `show(machine, what)`,
+k8s's `kubectl_read`): the model may call up to `max_probes` of them per turn, sees each
+result, and then acts; each exchange is plain text in the conversation, so any chat
+template holds it, and each diagnostic is a call of its own (purpose `diagnostic`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
 from pipeline.agents import EpisodeEnd, Exchange, Probe, Reply
-from pipeline.core import App, Query, diagnostics
+from pipeline.core import App, Query, diagnostics, observation_changes
+from pipeline.errors import ContextOverflow
 from pipeline.llm import context, examples, prompts
 from pipeline.llm.config import LLMAgentConfig
 from pipeline.llm.models import ChatBackend, ModelPool
 from pipeline.serving.client import ChatResult, RequestRejected
 
-STAGES = ("act", "reprompt", "example", "master")
+PURPOSES = {
+    "reprompt": "re-prompt",
+    "example": "re-prompt with an example",
+    "master": "master model's extraction",
+}
 DIAGNOSTIC = "\x00diagnostic:"  # marks a diagnostic call inside the agent (never a reply)
 MAX_STORED = 16_384  # characters of a call's request and response kept in `calls`
+Message = dict[str, str]
 
 
 class LLMAgent:
@@ -64,6 +75,9 @@ class LLMAgent:
         self._library = examples.library(getattr(app, "few_shot", ()), self.cfg.library)
         self._shown: dict[str, list[tuple[str, str]]] = {}  # query id -> its examples
         self._probes: dict[str, Probe] = {}  # query id -> its episode's diagnostics
+        self._condense: context.Condense | None = None
+        if self.cfg.context.observations == "changes":
+            self._condense = observation_changes(app)
 
     @contextlib.contextmanager
     def episode(
@@ -97,82 +111,121 @@ class LLMAgent:
         )
         calls: list[dict[str, Any]] = []
         probe = self._probes.get(query.query_id)
-        probing = probe is not None
-        text, chat = self._first(head, turns, calls, probing)
-        for _ in range(self.cfg.max_probes if probe is not None else 0):
-            called = self._diagnostic(text)
-            if called is None:
-                break
+        tail: list[Message] = []  # this turn's messages after the latest observation
+
+        def ask(purpose: str, probing: bool = False) -> str:
+            return self._ask(self._backend, purpose, calls, head, turns, tail, probing=probing)
+
+        budget = self.cfg.max_probes if probe is not None else 0
+        looked = 0
+        text = ask("act", probing=budget > 0)
+        while looked < budget and (called := self._diagnostic(text)) is not None:
+            looked += 1
             name, arguments = called
-            chat += [
+            shown = self._probe(probe, name, arguments, calls)
+            tail += [
                 {"role": "assistant", "content": f"[{name}] {json.dumps(arguments)}"},
-                {"role": "user", "content": f"Observation ({name}): {probe(name, arguments)}"},
+                {"role": "user", "content": f"Observation ({name}): {shown}"},
             ]
-            text = self._call(self._backend, chat, "act", calls, probing=probing)
-        if self._diagnostic(text) is not None:  # still probing when its budget ran out
+            text = ask("act", probing=looked < budget)  # past the budget: the action only
+        if self._diagnostic(text) is not None:  # a diagnostic it was no longer offered
             text = ""
         problem = self._format.check(text)
         repair = self.cfg.repair
         fmt = self._format
         if problem and repair.reprompt:
-            chat += [
+            tail += [
                 {"role": "assistant", "content": text},
                 {"role": "user", "content": prompts.reprompt(problem, fmt.instructions)},
             ]
-            text = self._call(self._backend, chat, "reprompt", calls)
+            text = ask("reprompt")
             problem = fmt.check(text)
         if problem and repair.example:
             note = prompts.reprompt_with_example(problem, fmt.instructions, fmt.example)
-            chat += [{"role": "assistant", "content": text}, {"role": "user", "content": note}]
-            text = self._call(self._backend, chat, "example", calls)
+            tail += [{"role": "assistant", "content": text}, {"role": "user", "content": note}]
+            text = ask("example")
             problem = fmt.check(text)
         if problem and self._master is not None:
-            extracted = self._call(
-                self._master,
-                prompts.master_extraction(fmt.instructions, fmt.example, text),
-                "master",
-                calls,
-            )
+            extraction = prompts.master_extraction(fmt.instructions, fmt.example, text)
+            extracted = self._ask(self._master, "master", calls, extraction, [], [])
             if fmt.check(extracted) is None:
                 text = extracted
         return Reply(
             text,
-            prompt_tokens=sum(c["prompt_tokens"] for c in calls),
-            completion_tokens=sum(c["completion_tokens"] for c in calls),
+            prompt_tokens=_total(calls, "prompt_tokens"),
+            completion_tokens=_total(calls, "completion_tokens"),
             calls=calls,
         )
 
-    def _first(
+    def _ask(
         self,
-        head: list[dict[str, str]],
-        turns: list[tuple[dict[str, str], dict[str, str]]],
+        backend: ChatBackend,
+        purpose: str,
         calls: list[dict[str, Any]],
-        probing: bool,
-    ) -> tuple[str, list[dict[str, str]]]:
-        """The turn's first reply, with as many past turns as fit (fewer if the server
-        refuses the request for its length)."""
+        head: list[Message],
+        turns: list[tuple[Message, Message]],
+        tail: list[Message],
+        *,
+        probing: bool = False,
+    ) -> str:
+        """One request of the turn, with as many past turns as fit the backend's context
+        (fewer if its server refuses the request for its length). A request that cannot
+        fit even without them ends the episode: ContextOverflow, with the turn's calls."""
         cfg = self.cfg.context
-        budget = (cfg.max_tokens or self._backend.context) - self._backend.max_reply
+        limit = (cfg.max_tokens if backend is self._backend else None) or backend.context
         keep = cfg.keep_turns
         while True:
-            chat, dropped = context.fit(
-                head, turns, budget=budget, keep_turns=keep, chars_per_token=cfg.chars_per_token
-            )
             try:
-                text = self._call(
-                    self._backend, chat, "act", calls, dropped=dropped, probing=probing
+                chat, dropped = context.fit(
+                    head,
+                    turns,
+                    budget=limit - backend.max_reply,
+                    keep_turns=keep,
+                    chars_per_token=cfg.chars_per_token,
+                    tail=tail,
+                    condense=self._condense,
                 )
-                return text, chat
+            except ContextOverflow as err:
+                raise ContextOverflow(_request(purpose, str(err)), calls=calls) from None
+            try:
+                return self._call(backend, chat, purpose, calls, dropped=dropped, probing=probing)
             except RequestRejected as err:
-                kept = len(turns) - 1 - dropped
-                if not _too_long(err) or kept <= 0:
-                    if _too_long(err):
-                        raise context.ContextOverflow(
-                            f"the model's server refused even the task and the latest turn: "
-                            f"{err.server_message[:300]}"
-                        ) from err
+                if not _too_long(err):
                     raise
+                kept = len(turns) - 1 - dropped
+                if kept <= 0:
+                    why = (
+                        "the model's server refused it for its length even with no past turn: "
+                        f"{err.server_message[:300]}"
+                    )
+                    raise ContextOverflow(_request(purpose, why), calls=calls) from err
                 keep = kept // 2
+
+    def _probe(
+        self, probe: Probe | None, name: str, arguments: dict[str, Any], calls: list[dict[str, Any]]
+    ) -> str:
+        """Run a diagnostic the model called; it is recorded as a call of its own
+        (purpose "diagnostic": no tokens, its latency the diagnostic's own time)."""
+        if probe is None:
+            raise RuntimeError("a diagnostic was called in an episode without diagnostics")
+        started = time.perf_counter()
+        shown = probe(name, arguments)
+        calls.append(
+            {
+                "purpose": "diagnostic",
+                "model": self._backend.name,
+                "prompt_tokens": None,
+                "completion_tokens": None,
+                "latency_s": time.perf_counter() - started,
+                "ttft_s": None,
+                "tokens_per_s": None,
+                "finish_reason": None,
+                "request": f"{name} {json.dumps(arguments, ensure_ascii=False)}"[:MAX_STORED],
+                "response": shown[:MAX_STORED],
+                "dropped_turns": 0,
+            }
+        )
+        return shown
 
     def _call(
         self,
@@ -276,6 +329,16 @@ def _response(result: ChatResult) -> str:
     """What the model said: its text, and each tool call as name(arguments)."""
     calls = "".join(f"\n[tool call] {c.name}({c.arguments})" for c in result.tool_calls)
     return result.text + calls
+
+
+def _total(calls: list[dict[str, Any]], key: str) -> int:
+    """The turn's tokens of `key` (diagnostics report none)."""
+    return sum(c[key] for c in calls if c[key] is not None)
+
+
+def _request(purpose: str, why: str) -> str:
+    """Why a request of the turn could not be sent; the first one's reason is the bare one."""
+    return why if purpose == "act" else f"the {PURPOSES[purpose]} could not be sent: {why}"
 
 
 def _too_long(err: RequestRejected) -> bool:

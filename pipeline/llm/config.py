@@ -16,6 +16,7 @@ EXAMPLES = ("none", "fixed", "nearest")
 REASONING = ("none", "cot", "react")
 DECODING = ("text", "json", "tools")
 TOOL_CHOICE = ("named", "required", "auto")
+OBSERVATIONS = ("full", "changes")
 
 
 @dataclass
@@ -33,6 +34,10 @@ class ContextConfig:
     max_tokens: int | None = None
     keep_turns: int | None = None  # at most this many past turns (None: as many as fit)
     chars_per_token: float = 3.0  # the estimate of a text's tokens (errs on the long side)
+    # full: every observation as the app wrote it (the default: what every earlier result
+    # saw); changes: each one after the task as what changed since the one before it, where
+    # the app can say (routing: the reachability matrix's changes), else whole.
+    observations: str = "full"
 
 
 @dataclass
@@ -58,6 +63,7 @@ class LLMAgentConfig:
             ("reasoning", self.reasoning, REASONING),
             ("decoding", self.decoding, DECODING),
             ("tool_choice", self.tool_choice, TOOL_CHOICE),
+            ("context.observations", self.context.observations, OBSERVATIONS),
         ):
             if value not in allowed:
                 raise ConfigError(

@@ -10,5 +10,6 @@
     serve.py    `python -m pipeline.mcp app=…`: one episode for a person's MCP client
 
 Tools: the app's action (e.g. `run_command(machine, command)`, `kubectl(command, stdin)`,
-`submit_code(code)`), each call one turn; `read_task`; `stop`.
+`submit_code(code)`), each call one turn; its read-only diagnostics (`show(machine, what)`,
+`kubectl_read(command)`, `run_code(code)`), using no turn; `read_task`; `stop`.
 """

@@ -3,7 +3,8 @@
 Each episode gets a Session (pipeline/mcp/session.py): an MCP server of its own and the
 user's program, started on the first turn with the task. Every call of the app's action
 tool is one turn, played through the real environment like any agent's reply; its result
-is the step's output. The episode ends when the app says done, when the agent stops (the
+is the step's output; the app's read-only diagnostics (`probe`) are tools too, using no
+turn. The episode ends when the app says done, when the agent stops (the
 `stop` tool, or its program exits), or at the turn budget; a program that fails, misbehaves
 or does not answer in time ends it as `agent_error` / `agent_timeout` with the reason.
 """
@@ -16,7 +17,7 @@ from contextlib import contextmanager
 
 from omegaconf import DictConfig, OmegaConf
 
-from pipeline.agents import EpisodeEnd, Exchange, Reply
+from pipeline.agents import EpisodeEnd, Exchange, Probe, Reply
 from pipeline.core import App, Query
 from pipeline.mcp.config import MCPAgentConfig
 from pipeline.mcp.session import Session
@@ -40,7 +41,9 @@ class MCPAgent:
         self._lock = threading.Lock()
 
     @contextmanager
-    def episode(self, query: Query, max_turns: int) -> Iterator[EpisodeEnd]:
+    def episode(
+        self, query: Query, max_turns: int, probe: Probe | None = None
+    ) -> Iterator[EpisodeEnd]:
         session = Session(
             self.cfg,
             self._format,
@@ -48,6 +51,7 @@ class MCPAgent:
             max_turns,
             argv=self._argv,
             announce=self._announce,
+            probe=probe,
         )
         with self._lock:
             self._sessions[query.query_id] = session

@@ -3,16 +3,20 @@
 The runner plays turns on a worker thread; the MCP server answers the agent's tool calls
 on its event loop. A call of the app's action is the turn's reply: the runner takes it
 (`exchange`), plays it, and the observation that follows is the call's result, given
-when the runner asks for the next action (or, for the last one, at `finish`). The other
+when the runner asks for the next action (or, for the last one, at `finish`). The app's
+read-only diagnostics (e.g. `show`, `run_code`, `kubectl_read`) are run by the runner too,
+on its thread while it waits for the action (so the episode is only ever used from one
+thread), at most `max_diagnostics` between two actions; they use no turn. The other
 tools answer at once:
 
-    read_task  the task (the episode's first observation), the action tool, turns left;
+    read_task  the task (the episode's first observation), the tools, turns left;
     stop       ends the episode; it is scored as it stands.
 
 Misbehaviour is bounded: an unknown tool, or an action while one is still being played,
 is a bad call answered with an error; past `max_bad_calls` of them the episode ends as
-`agent_error`. Every call is recorded for the `calls` table (`purpose` "act" for the
-action, whose result is the step's output; "tool" for the others).
+`agent_error`; so is a diagnostic past its budget. Every call is recorded for the `calls`
+table (`purpose` "act" for the action, whose result is the step's output; "diagnostic"
+for a diagnostic that ran, with its output; "tool" for the others).
 """
 
 from __future__ import annotations
@@ -22,11 +26,12 @@ import json
 import queue
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipeline.agents import Probe
 from pipeline.core import Action
 from pipeline.errors import AgentFailure, AgentStopped, AgentTimeout
 
@@ -50,20 +55,36 @@ class ToolResult:
 
 @dataclass
 class _Event:
-    kind: str  # action | stop | fail
+    kind: str  # action | diagnostic | stop | fail
     arguments: dict[str, Any] = field(default_factory=dict)
     reason: str = ""
     result: Future[ToolResult] | None = None
+    name: str = ""  # the diagnostic's
 
 
 class Channel:
     """The tools' state for one episode (see the module docstring)."""
 
-    def __init__(self, action: Action, task: str, max_turns: int, max_bad_calls: int) -> None:
+    def __init__(
+        self,
+        action: Action,
+        task: str,
+        max_turns: int,
+        max_bad_calls: int,
+        *,
+        diagnostics: Sequence[Action] = (),
+        probe: Probe | None = None,
+        max_diagnostics: int = 0,
+    ) -> None:
         self.action = action
         self.task = task
         self.max_turns = max_turns
         self.max_bad_calls = max_bad_calls
+        # Diagnostics are offered only with an episode to run them on.
+        self.diagnostics = tuple(diagnostics) if probe is not None else ()
+        self.max_diagnostics = max_diagnostics
+        self._probe = probe
+        self._diagnosed = 0  # diagnostics since the last action
         self.client = "mcp"  # the agent as it introduced itself (name/version)
         self._events: queue.Queue[_Event] = queue.Queue()
         self._lock = threading.RLock()  # _act records its call holding it
@@ -84,8 +105,8 @@ class Channel:
         arguments = arguments if isinstance(arguments, dict) else {}
         meta = meta or {}
         self._introduced(meta)
-        if name == self.action.name:
-            future = self._act(arguments, meta, started)
+        if name == self.action.name or name in {d.name for d in self.diagnostics}:
+            future = self._act(arguments, meta, started, name)
             if isinstance(future, ToolResult):
                 return future
             return await asyncio.wrap_future(future)
@@ -94,17 +115,30 @@ class Channel:
         elif name == STOP_TOOL:
             result = self._stop(arguments)
         else:
-            tools = ", ".join((self.action.name, TASK_TOOL, STOP_TOOL))
-            result = self._bad_call(f"unknown tool '{name[:100]}'; the tools are {tools}")
+            names = (self.action.name, *(d.name for d in self.diagnostics), TASK_TOOL, STOP_TOOL)
+            why = f"unknown tool '{name[:100]}'; the tools are {', '.join(names)}"
+            result = self._bad_call(why)
         self._record("tool", name, arguments, meta, time.monotonic() - started, result.text)
         return result
 
     def _act(
-        self, arguments: dict[str, Any], meta: Mapping[str, Any], started: float
+        self, arguments: dict[str, Any], meta: Mapping[str, Any], started: float, name: str
     ) -> Future[ToolResult] | ToolResult:
+        """The action, or a diagnostic (`name`), handed to the runner; or why not."""
         with self._lock:
             if self._closed is not None:
                 result = self._over()
+            elif name != self.action.name:
+                if self._diagnosed >= self.max_diagnostics:
+                    result = self._bad_call(
+                        f"at most {self.max_diagnostics} diagnostics between two actions; "
+                        f"act with {self.action.name} first"
+                    )
+                else:
+                    self._diagnosed += 1
+                    future: Future[ToolResult] = Future()
+                    self._events.put(_Event("diagnostic", arguments, result=future, name=name))
+                    return future
             elif self._waiting is not None:
                 result = self._bad_call(
                     f"one action at a time: {self.action.name} is still being played; "
@@ -113,16 +147,19 @@ class Channel:
             else:
                 self._waiting = Future()
                 self._turn += 1
+                self._diagnosed = 0
                 self._record("act", self.action.name, arguments, meta, started - self._since, "")
                 self._events.put(_Event("action", arguments, result=self._waiting))
                 return self._waiting
-        self._record("tool", self.action.name, arguments, meta, 0.0, result.text)
+        self._record("tool", name, arguments, meta, 0.0, result.text)
         return result
 
     def _task(self) -> ToolResult:
         data = {
             "task": self.task,
             "action": self.action.name,
+            "diagnostics": [d.name for d in self.diagnostics],
+            "max_diagnostics": self.max_diagnostics,
             "max_turns": self.max_turns,
             "turns_used": self._turn,
             "turns_left": max(0, self.max_turns - self._turn),
@@ -130,8 +167,12 @@ class Channel:
         }
         note = (
             f"\n\n[Act with the tool {self.action.name}: each call is one turn "
-            f"({data['turns_left']} of {self.max_turns} left); call {STOP_TOOL} when done.]"
+            f"({data['turns_left']} of {self.max_turns} left); call {STOP_TOOL} when done."
         )
+        if self.diagnostics:
+            looks = ", ".join(d.name for d in self.diagnostics)
+            note += f" Look first with {looks} (no turn used; {self.max_diagnostics} per turn)."
+        note += "]"
         return ToolResult(self.task + note, data)
 
     def _stop(self, arguments: dict[str, Any]) -> ToolResult:
@@ -229,6 +270,9 @@ class Channel:
                     raise AgentTimeout(why_late, calls=self.take_calls()) from None
                 else:
                     continue
+            if event.kind == "diagnostic":
+                self._diagnose(event)
+                continue
             if event.kind == "action":
                 with self._lock:
                     self._playing = event.result
@@ -236,6 +280,27 @@ class Channel:
             if event.kind == "stop":
                 raise AgentStopped(event.reason, calls=self.take_calls())
             raise AgentFailure(event.reason, calls=self.take_calls())
+
+    def _diagnose(self, event: _Event) -> None:
+        """Run a diagnostic on this (the runner's) thread; its result goes to the agent."""
+        assert self._probe is not None and event.result is not None
+        started = time.monotonic()
+        try:
+            shown = self._probe(event.name, event.arguments)
+        except BaseException:
+            event.result.set_result(
+                ToolResult("The environment failed; the episode ends.", {"over": True}, True)
+            )
+            raise
+        data = {
+            "diagnostic": event.name,
+            "output": shown,
+            "turn": self._turn,
+            "turns_left": max(0, self.max_turns - self._turn),
+        }
+        elapsed = time.monotonic() - started
+        self._record("diagnostic", event.name, event.arguments, {}, elapsed, shown)
+        event.result.set_result(ToolResult(shown, data))
 
     def finish(self, observation: str, reason: str) -> None:
         """End the episode: the action being played gets its last result, saying why it

@@ -33,6 +33,9 @@ class MCPAgentConfig:
     turn_timeout_s: float = 300.0  # its next action must come within this after a result
     episode_timeout_s: float = 1800.0  # the whole episode, from the agent's start
     max_bad_calls: int = 5  # unknown tools or overlapping actions tolerated before agent_error
+    # The app's read-only diagnostics (show, run_code, kubectl_read) allowed between two
+    # actions; each past it is a bad call.
+    max_diagnostics: int = 10
     memory_mb: int = 4096  # memory cgroup of the agent's processes (as root; else not enforced)
     grace_s: float = operational(5.0)  # after the episode, time to exit before it is killed
 
@@ -47,6 +50,8 @@ class MCPAgentConfig:
         check_time_limits(self.turn_timeout_s, self.episode_timeout_s)
         if self.max_bad_calls < 0:
             raise ConfigError(f"agent.max_bad_calls={self.max_bad_calls}; expected >= 0")
+        if self.max_diagnostics < 0:
+            raise ConfigError(f"agent.max_diagnostics={self.max_diagnostics}; expected >= 0")
         if self.memory_mb < 64:
             raise ConfigError(f"agent.memory_mb={self.memory_mb} is out of range; >= 64")
         if self.grace_s < 0:

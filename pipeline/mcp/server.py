@@ -1,8 +1,9 @@
 """An episode's MCP server: the tools of a Channel, served over streamable HTTP on loopback.
 
 `tool_server(channel)` is the MCP server (the official SDK's low-level `Server`: the app's
-action with its own JSON schema, `read_task` and `stop`). `HttpServer` runs it with uvicorn
-in a thread of its own, on a free port of 127.0.0.1, at a path holding a random token:
+action and its read-only diagnostics with their own JSON schemas, `read_task` and `stop`).
+`HttpServer` runs it with uvicorn in a thread of its own, on a free port of 127.0.0.1, at a
+path holding a random token:
 
     http://127.0.0.1:<port>/<token>/mcp
 
@@ -18,6 +19,7 @@ import secrets
 import socket
 import threading
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import mcp_types as types
@@ -32,8 +34,20 @@ STARTUP_S = 10.0  # the server must listen within this, or the episode is an env
 _NO_ARGUMENTS = {"type": "object", "properties": {}, "additionalProperties": False}
 
 
-def tools(action: Action) -> list[types.Tool]:
-    """The tools an episode serves: the app's action, read_task and stop."""
+def tools(
+    action: Action, diagnostics: Sequence[Action] = (), max_diagnostics: int = 0
+) -> list[types.Tool]:
+    """The tools an episode serves: the app's action, its diagnostics, read_task and stop."""
+    looks = [
+        types.Tool(
+            name=d.name,
+            description=(
+                f"{d.description} At most {max_diagnostics} between two calls of {action.name}."
+            ),
+            input_schema=d.parameters,
+        )
+        for d in diagnostics
+    ]
     return [
         types.Tool(
             name=action.name,
@@ -43,6 +57,7 @@ def tools(action: Action) -> list[types.Tool]:
             ),
             input_schema=action.parameters,
         ),
+        *looks,
         types.Tool(
             name=TASK_TOOL,
             description="The task (the episode's first observation), the tool to act with "
@@ -64,7 +79,9 @@ def tools(action: Action) -> list[types.Tool]:
 
 def tool_server(channel: Channel) -> Server[Any]:
     """The MCP server whose tools act on `channel`."""
-    listed = types.ListToolsResult(tools=tools(channel.action))
+    listed = types.ListToolsResult(
+        tools=tools(channel.action, channel.diagnostics, channel.max_diagnostics)
+    )
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return listed

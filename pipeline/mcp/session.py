@@ -9,6 +9,7 @@ agent's program with the task and the server's address in its environment:
     NETGAUGE_MCP_ARGV           line), and the same as a JSON list of words
     NETGAUGE_TASK_FILE          a file holding the task (also the `read_task` tool)
     NETGAUGE_ACTION             the name of the tool that acts (e.g. run_command)
+    NETGAUGE_DIAGNOSTICS        the read-only tools, comma-separated (e.g. show; may be empty)
     NETGAUGE_MAX_TURNS          the turn budget: calls of that tool
     NETGAUGE_TURN_TIMEOUT_S     the time limits (agent.turn_timeout_s, episode_timeout_s)
     NETGAUGE_EPISODE_TIMEOUT_S
@@ -27,9 +28,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from pipeline.agents import EpisodeEnd, Reply
+from pipeline.agents import EpisodeEnd, Probe, Reply
 from pipeline.config import ROOT
-from pipeline.core import Query, ReplyFormat
+from pipeline.core import Query, ReplyFormat, diagnostics
 from pipeline.errors import AgentFailure
 from pipeline.mcp import bridge
 from pipeline.mcp.channel import Channel
@@ -51,6 +52,7 @@ class Session:
         *,
         argv: list[str] | None,
         announce: Callable[[str], None] | None = None,
+        probe: Probe | None = None,
     ) -> None:
         self.cfg = cfg
         self.query = query
@@ -58,6 +60,7 @@ class Session:
         self._format = reply_format
         self._argv = argv
         self._announce = announce
+        self._probe = probe
         self._stack = contextlib.ExitStack()
         self._channel: Channel | None = None
         self._process: AgentProcess | None = None
@@ -69,7 +72,15 @@ class Session:
 
     def start(self, task: str) -> None:
         cfg = self.cfg
-        self._channel = Channel(self._format.action, task, self.max_turns, cfg.max_bad_calls)
+        self._channel = Channel(
+            self._format.action,
+            task,
+            self.max_turns,
+            cfg.max_bad_calls,
+            diagnostics=diagnostics(self._format),
+            probe=self._probe,
+            max_diagnostics=cfg.max_diagnostics,
+        )
         server = self._stack.enter_context(HttpServer(tool_server(self._channel)))
         self._deadline = time.monotonic() + cfg.episode_timeout_s
         if self._announce is not None:
@@ -88,10 +99,12 @@ class Session:
 
     def _variables(self, url: str, task_file: Path) -> dict[str, str]:
         cfg = self.cfg
+        looks = self._channel.diagnostics if self._channel is not None else ()
         out = {
             "NETGAUGE_MCP_TRANSPORT": cfg.transport,
             "NETGAUGE_TASK_FILE": str(task_file),
             "NETGAUGE_ACTION": self._format.action.name,
+            "NETGAUGE_DIAGNOSTICS": ",".join(d.name for d in looks),
             "NETGAUGE_MAX_TURNS": str(self.max_turns),
             "NETGAUGE_TURN_TIMEOUT_S": str(cfg.turn_timeout_s),
             "NETGAUGE_EPISODE_TIMEOUT_S": str(cfg.episode_timeout_s),
