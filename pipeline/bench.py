@@ -3,6 +3,7 @@
     python -m pipeline.bench                 # all benchmarks
     python -m pipeline.bench --only smoke    # one of them
     NETGAUGE_BENCH_QUERIES=200 python -m pipeline.bench --only validity   # not in `make bench`
+    python -m pipeline.bench --only sweep    # the default grid from empty (~10 min; not in it)
 
 Each benchmark returns a flat dict of measurements (seconds unless named otherwise) and
 the target it is held to; the results land in <data>/bench/<name>.json with the machine
@@ -80,6 +81,14 @@ def bench_smoke(data: Path) -> dict[str, Any]:
             figures[name] = round(time.perf_counter() - started, 2)
     figures["target_smoke_sweep_s"] = 120
     return figures
+
+
+def bench_sweep(data: Path) -> dict[str, Any]:
+    """`make sweep`'s default grid from empty: wall-clock, per rule, and inside the LLM
+    job (server start, prefill, decode, sandbox); pipeline/sweep_bench.py."""
+    from pipeline import sweep_bench
+
+    return sweep_bench.run("default")
 
 
 def bench_serving(data: Path) -> dict[str, Any]:
@@ -242,6 +251,7 @@ BENCHMARKS: dict[str, Bench] = {
     "sandbox": bench_sandbox,
     "smoke": bench_smoke,
     "serving": bench_serving,
+    "sweep": bench_sweep,
     "binding": bench_binding,
     "gym": bench_gym,
 }

@@ -14,6 +14,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import ctypes
+import logging
 import os
 import shutil
 import signal
@@ -33,6 +34,8 @@ from pipeline.errors import ConfigError, EnvironmentFailure
 from pipeline.serving.config import VllmModelConfig
 from pipeline.serving.cpus import AVAILABLE, bind_env
 from pipeline.serving.models import engine_env, ensure_model, vllm_python
+
+log = logging.getLogger(__name__)
 
 _PR_SET_PDEATHSIG = 1
 _LOG_TAIL_CHARS = 3000
@@ -261,6 +264,13 @@ class ManagedServer:
             self.stop()
             raise
         self.startup_s = time.perf_counter() - started
+        log.info(
+            "server %s ready after %.1f s at %s (CPU binding: %s)",
+            self.served_name,
+            self.startup_s,
+            self.base_url,
+            bind.get("VLLM_CPU_OMP_THREADS_BIND", "none"),
+        )
         return self
 
     def _wait_ready(self, *, retry_port: bool) -> None:

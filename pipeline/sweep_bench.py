@@ -1,0 +1,118 @@
+"""Where `make sweep`'s time goes: the default grid from empty, per stage and per model call.
+
+    python -m pipeline.bench --only sweep
+
+Runs `snakemake --cores <n> sweep --config grid=default` on a fresh data directory (the
+setup is warm: venvs, images and the converted model exist) and reports:
+
+- the wall-clock of the whole sweep;
+- per rule (plan, generate, run, run_model_<model>, score, summarize, report): the jobs
+  and the seconds they ran, summed, read from Snakemake's own job start and finish lines;
+- inside the LLM job, from the results: the server's start-to-ready time (its log), the
+  model calls' prefill (time to first token) and decode (the rest of each call) summed
+  over calls, the agents' code in the sandbox (`steps.exec_s`) and the cells' episodes'
+  time outside both (the client, parsing, the environments).
+
+The sums over calls exceed the job's wall-clock when calls overlap (episodes run in
+flight at once).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pipeline.config import ROOT
+
+_STAMP = re.compile(r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]$")
+_RULE = re.compile(r"^(?:local)?rule (\S+):$")
+_JOBID = re.compile(r"^\s+jobid: (\d+)$")
+_DONE = re.compile(r"^Finished jobid: (\d+) \(Rule: (\S+)\)$")
+
+
+def job_seconds(log: str) -> dict[str, dict[str, float]]:
+    """Per rule: {"jobs": n, "seconds": summed run time} from Snakemake's console log."""
+    stamp: datetime | None = None
+    rule: str | None = None
+    started: dict[str, datetime] = {}
+    per_rule: dict[str, dict[str, float]] = defaultdict(lambda: {"jobs": 0, "seconds": 0.0})
+    for line in log.splitlines():
+        if m := _STAMP.match(line.strip()):
+            stamp = datetime.strptime(m.group(1), "%a %b %d %H:%M:%S %Y")
+        elif m := _RULE.match(line.strip()):
+            rule = m.group(1)
+        elif (m := _JOBID.match(line)) and rule is not None and stamp is not None:
+            started[m.group(1)] = stamp
+        elif (m := _DONE.match(line.strip())) and stamp is not None and m.group(1) in started:
+            entry = per_rule[m.group(2)]
+            entry["jobs"] += 1
+            entry["seconds"] += (stamp - started.pop(m.group(1))).total_seconds()
+    return dict(per_rule)
+
+
+def llm_breakdown(data: Path) -> dict[str, Any]:
+    """Prefill, decode, sandbox and the rest of the LLM cells' time, from the results."""
+    from analysis.views import connect
+
+    con = connect(data)
+    calls = con.execute(
+        "SELECT count(*), sum(coalesce(ttft_s, 0)), sum(latency_s - coalesce(ttft_s, 0)), "
+        "sum(completion_tokens) FROM calls"
+    ).fetchone()
+    steps = con.execute("SELECT sum(exec_s) FROM steps WHERE model <> 'none'").fetchone()
+    episodes = con.execute(
+        "SELECT count(*), sum(latency_s) FROM episodes WHERE model <> 'none'"
+    ).fetchone()
+    n_calls, prefill, decode, tokens = calls
+    out = {
+        "llm_calls": int(n_calls or 0),
+        "llm_prefill_s_summed": round(prefill or 0.0, 1),
+        "llm_decode_s_summed": round(decode or 0.0, 1),
+        "llm_completion_tokens": int(tokens or 0),
+        "llm_sandbox_s_summed": round(steps[0] or 0.0, 1),
+        "llm_episodes": int(episodes[0] or 0),
+        "llm_episode_s_summed": round(episodes[1] or 0.0, 1),
+    }
+    return out
+
+
+def server_ready_s(data: Path) -> float | None:
+    """Start-to-ready of the model server, as the model job's log states it."""
+    for log in sorted((data / "logs" / "run").glob("model=*.log")):
+        found = re.findall(r"ready after ([\d.]+) s", log.read_text(errors="replace"))
+        if found:
+            return float(found[-1])
+    return None
+
+
+def run(grid: str = "default", cores: int | None = None) -> dict[str, Any]:
+    cores = cores or len(os.sched_getaffinity(0))
+    snakemake = str(Path(sys.executable).with_name("snakemake"))
+    with tempfile.TemporaryDirectory(prefix="netgauge-sweep-") as tmp:
+        data = Path(tmp)
+        cmd = [snakemake, "--cores", str(cores), "sweep", "--config", f"grid={grid}"]
+        started = time.perf_counter()
+        proc = subprocess.run(
+            [*cmd, f"data_dir={data}"], cwd=ROOT, capture_output=True, text=True, check=False
+        )
+        wall = time.perf_counter() - started
+        if proc.returncode != 0:
+            return {"failed": proc.stderr[-2000:], "wall_s": round(wall, 1)}
+        figures: dict[str, Any] = {"grid": grid, "cores": cores, "sweep_wall_s": round(wall, 1)}
+        for rule, entry in sorted(job_seconds(proc.stderr).items()):
+            figures[f"rule_{rule}_jobs"] = int(entry["jobs"])
+            figures[f"rule_{rule}_s_summed"] = round(entry["seconds"], 1)
+        figures |= llm_breakdown(data)
+        ready = server_ready_s(data)
+        if ready is not None:
+            figures["llm_server_start_to_ready_s"] = ready
+    figures["target_sweep_wall_s"] = 600
+    return figures
