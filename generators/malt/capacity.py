@@ -50,7 +50,7 @@ from generators.malt import (
 from generators.malt import generator as generator_module
 from generators.malt import levels as levels_module
 from generators.malt.actions import operation_label
-from generators.malt.generator import MaltQueryGenerator, spec_key
+from generators.malt.generator import PLAN_LEVELS, MaltQueryGenerator, spec_key
 from generators.malt.index import Redraw
 from generators.malt.operations import selects
 from pipeline.capacity import Capacity, cached
@@ -58,6 +58,9 @@ from pipeline.querygen import SEED_SLOTS, key_slot
 
 DRAWS = 20_000
 VALIDATE = 1_500
+# Capacity plans are drawn feasible (plandraw.py) and cost ~10 ms each to validate (solve,
+# check every invariant): a smaller sample bounds their valid fraction as well, in seconds.
+VALIDATE_PLANS = 300
 log = logging.getLogger(__name__)
 
 
@@ -72,9 +75,12 @@ def wilson_lower(successes: int, n: int, z: float = 1.96) -> float:
 
 
 def measure(
-    gen: MaltQueryGenerator, level: int, draws: int = DRAWS, validate: int = VALIDATE
+    gen: MaltQueryGenerator, level: int, draws: int = DRAWS, validate: int | None = None
 ) -> Capacity:
-    """The estimate of the module docstring."""
+    """The estimate of the module docstring (`validate`: VALIDATE, VALIDATE_PLANS for
+    levels 4 and 5)."""
+    if validate is None:
+        validate = VALIDATE_PLANS if level in PLAN_LEVELS else VALIDATE
     rng = random.Random(f"malt-capacity/{level}")
     seen: Counter[str] = Counter()
     specs: dict[str, dict[str, Any]] = {}
@@ -150,8 +156,10 @@ def cached_measure(
     level: int,
     cache_dir: Path,
     draws: int = DRAWS,
-    validate: int = VALIDATE,
+    validate: int | None = None,
 ) -> Capacity:
     """`measure`, remembered (pipeline.capacity.cached)."""
+    if validate is None:
+        validate = VALIDATE_PLANS if level in PLAN_LEVELS else VALIDATE
     name = f"capacity-{fingerprint(gen.topology_id, draws, validate, gen.operations)}-L{level}"
     return cached(name, cache_dir, lambda: measure(gen, level, draws, validate))

@@ -33,11 +33,14 @@ def port_number(name: str) -> int:
 
 
 class Base:
-    """Containment lookups on the base graph (never changed here), cached per node."""
+    """Containment lookups on the base graph, cached per node: build one while the graph
+    is the base (plancheck.base keeps one per checker, whose graph is only ever changed
+    for the duration of a check and put back)."""
 
     def __init__(self, graph: nx.DiGraph) -> None:
         self.graph = graph
         self._below: dict[str, list[str]] = {}
+        self._members: dict[tuple[str, str], list[str]] = {}
 
     def kinds(self, node: str) -> list[str]:
         return self.graph._node[node][S.A_TYPE]
@@ -57,7 +60,11 @@ class Base:
         return hit
 
     def members(self, node: str, kind: str) -> list[str]:
-        return [n for n in self.contained(node) if kind in self.kinds(n)]
+        hit = self._members.get((node, kind))
+        if hit is None:
+            hit = [n for n in self.contained(node) if kind in self.kinds(n)]
+            self._members[(node, kind)] = hit
+        return hit
 
     def ports(self, switch: str) -> list[str]:
         return self.members(switch, PORT)

@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from emulators.pysandbox import graphdiff
 from generators.malt import planmath as pm
@@ -57,6 +58,15 @@ from generators.malt.planbase import (
 )
 
 Spec = dict[str, Any]
+_BASES: WeakKeyDictionary[SafetyChecker, Base] = WeakKeyDictionary()
+
+
+def base_of(checker: SafetyChecker) -> Base:
+    """The containment lookups of a checker's base graph, kept as long as the checker."""
+    found = _BASES.get(checker)
+    if found is None:
+        found = _BASES[checker] = Base(checker.graph)
+    return found
 
 
 def violations(checker: SafetyChecker, spec: Spec, diff: Any) -> list[str]:
@@ -66,7 +76,7 @@ def violations(checker: SafetyChecker, spec: Spec, diff: Any) -> list[str]:
     if graphdiff.is_empty(diff) and checker.base_safe:
         return []
     graphdiff.check_applicable(checker.graph, diff)
-    stray = outside_scope(checker.graph, scope(Base(checker.graph), spec), diff)
+    stray = outside_scope(checker.graph, scope(base_of(checker), spec), diff)
     return stray or checker.check_diff(diff, validated=True)
 
 
@@ -78,7 +88,7 @@ def errors(checker: SafetyChecker, spec: Spec, diff: Any) -> list[str]:
         return [f"the graph cannot be applied to the base topology: {exc}"]
     if unsafe:
         return unsafe
-    base, changes = Base(checker.graph), Changes.of(diff)
+    base, changes = base_of(checker), Changes.of(diff)
     return one_container(changes) or _ERRORS[spec["op"]](base, spec, changes)
 
 

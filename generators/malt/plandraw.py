@@ -54,6 +54,7 @@ class PlanDrawer:
         self.switches = index.by_kind[PS]
         self.blocks = tuple(sorted(index.by_kind[AGG] + index.by_kind[SPINE]))
         self.superblocks = index.by_kind[SB]
+        self._memo: dict[tuple[Any, ...], Any] = {}  # base values, computed once each
         self.templates = {
             level: [t for t in names if selects(operations, t)]
             for level, names in TEMPLATES.items()
@@ -82,14 +83,26 @@ class PlanDrawer:
 
     # -- the base, read off the index ----------------------------------------------------
 
+    def members(self, node: str, kind: str) -> tuple[str, ...]:
+        return self._once(("members", node, kind), lambda: self.ix.members(node, kind))
+
     def ports(self, switch: str) -> tuple[str, ...]:
-        return self.ix.members(switch, PORT)
+        return self.members(switch, PORT)
 
     def stage(self, switch: str) -> int:
         return self.ix.attrs[switch][S.A_SWITCH_LOC][S.A_STAGE]
 
+    def _once(self, key: tuple[Any, ...], compute: Callable[[], Any]) -> Any:
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
+
     def capacity(self, node: str) -> int:
-        return sum(self.ix.attrs[p][S.A_CAPACITY] for p in self.ix.members(node, PORT))
+        attrs = self.ix.attrs
+        return self._once(
+            ("capacity", node),
+            lambda: sum(attrs[p][S.A_CAPACITY] for p in self.members(node, PORT)),
+        )
 
     def block_of(self, switch: str) -> str:
         block = self.ix.container(switch, AGG) or self.ix.container(switch, SPINE)
@@ -98,31 +111,41 @@ class PlanDrawer:
         return block
 
     def group(self, block: str, stage: int, leave: Sequence[str] = ()) -> list[str]:
-        return [t for t in self.ix.members(block, PS) if t not in leave and self.stage(t) == stage]
+        return [t for t in self.members(block, PS) if t not in leave and self.stage(t) == stage]
 
     def new_switch_names(self, block: str, stage: int, count: int) -> list[str]:
         """The next `count` free switch names of `stage` in `block` (`<block>.s<stage>c<n>`)."""
         used = [
             int(m.group(2))
-            for n in self.ix.members(block, PS)
+            for n in self.members(block, PS)
             if (m := _SWITCH_NAME.search(n)) and int(m.group(1)) == stage
         ]
         top = max(used, default=0)
         return [f"{block}.s{stage}c{top + i}" for i in range(1, count + 1)]
 
-    def gains(self, block: str, capacity: int) -> dict[str, list[int]]:
+    def best_gains(self, block: str, capacity: int, per_switch: int) -> list[int]:
+        """planmath.best_gains of upgrading ports of `block` to `capacity`."""
         attrs = self.ix.attrs
-        return {
-            t: [
-                capacity - attrs[p][S.A_CAPACITY]
-                for p in self.ports(t)
-                if attrs[p][S.A_CAPACITY] < capacity
-            ]
-            for t in self.ix.members(block, PS)
-        }
+
+        def gains() -> list[int]:
+            by_switch = {
+                t: [
+                    capacity - attrs[p][S.A_CAPACITY]
+                    for p in self.ports(t)
+                    if attrs[p][S.A_CAPACITY] < capacity
+                ]
+                for t in self.members(block, PS)
+            }
+            return pm.best_gains(by_switch, per_switch)
+
+        return self._once(("gains", block, capacity, per_switch), gains)
 
     def upgrade_capacity(self, rng: random.Random, scope: str) -> int:
-        lowest = min(self.ix.attrs[p][S.A_CAPACITY] for p in self.ix.members(scope, PORT))
+        attrs = self.ix.attrs
+        lowest = self._once(
+            ("lowest", scope),
+            lambda: min(attrs[p][S.A_CAPACITY] for p in self.members(scope, PORT)),
+        )
         return _pick(rng, [c for c in CAPACITIES if c > lowest])
 
     def target(self, rng: random.Random, before: int, ports: int, capacity: int) -> int:
@@ -149,7 +172,7 @@ class PlanDrawer:
 
     def expand(self, rng: random.Random) -> dict[str, Any]:
         block = _pick(rng, self.blocks)
-        stage = self.stage(_pick(rng, self.ix.members(block, PS)))
+        stage = self.stage(_pick(rng, self.members(block, PS)))
         k = rng.randint(2, 4)
         capacity = _pick(rng, CAPACITIES)
         ports = rng.randint(k + 1, 6 * k)
@@ -167,7 +190,7 @@ class PlanDrawer:
         block = _pick(rng, self.blocks)
         capacity = self.upgrade_capacity(rng, block)
         per_switch = rng.randint(1, 4)
-        best = pm.best_gains(self.gains(block, capacity), per_switch)
+        best = self.best_gains(block, capacity, per_switch)
         if len(best) < 2:
             raise Redraw("fewer than two ports can be upgraded")
         k = rng.randint(2, min(len(best), 12))
@@ -202,10 +225,10 @@ class PlanDrawer:
 
     def _placement(self, rng: random.Random) -> tuple[str, int, int, int, dict[str, list[str]]]:
         superblock = _pick(rng, self.superblocks)
-        stage = self.stage(_pick(rng, self.ix.members(superblock, PS)))
+        stage = self.stage(_pick(rng, self.members(superblock, PS)))
         capacity = _pick(rng, CAPACITIES)
         per_switch = rng.randint(1, 3)
-        hosts = {b: self.group(b, stage) for b in self.ix.members(superblock, AGG)}
+        hosts = {b: self.group(b, stage) for b in self.members(superblock, AGG)}
         if len(hosts) < 2:
             raise Redraw("a superblock of one aggregation block has nothing to balance")
         return superblock, stage, capacity, per_switch, hosts
@@ -214,7 +237,7 @@ class PlanDrawer:
 
     def drain_balance(self, rng: random.Random) -> dict[str, Any]:
         block = _pick(rng, self.blocks)
-        members = list(self.ix.members(block, PS))
+        members = list(self.members(block, PS))
         first = _pick(rng, members)
         second = _pick(rng, [m for m in members if m != first])
         pair = sorted([first, second])
@@ -225,7 +248,7 @@ class PlanDrawer:
 
     def expand_fill(self, rng: random.Random) -> dict[str, Any]:
         block = _pick(rng, self.blocks)
-        stage = self.stage(_pick(rng, self.ix.members(block, PS)))
+        stage = self.stage(_pick(rng, self.members(block, PS)))
         counts = [len(self.ports(t)) for t in self.group(block, stage)]
         most = max(counts) + rng.randint(0, 3)
         room = sum(most - c for c in counts)
@@ -244,7 +267,7 @@ class PlanDrawer:
 
     def upgrade_superblock(self, rng: random.Random) -> dict[str, Any]:
         superblock = _pick(rng, self.superblocks)
-        blocks = self.ix.members(superblock, AGG)
+        blocks = self.members(superblock, AGG)
         capacity = self.upgrade_capacity(rng, superblock)
         per_switch = rng.randint(1, 4)
         caps = sorted(self.capacity(b) for b in blocks)
@@ -252,8 +275,7 @@ class PlanDrawer:
             raise Redraw("a superblock of one aggregation block")
         # At most 16 upgrades per block, and every block can reach the target.
         reach = min(
-            self.capacity(b) + sum(pm.best_gains(self.gains(b, capacity), per_switch)[:16])
-            for b in blocks
+            self.capacity(b) + sum(self.best_gains(b, capacity, per_switch)[:16]) for b in blocks
         )
         # Above the second-lowest block (two blocks need upgrades) where every block can
         # reach that far, else above the lowest.
