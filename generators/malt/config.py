@@ -21,7 +21,7 @@ from pipeline.errors import ConfigError
 
 TOPOLOGY_SOURCES = ("synthetic", "file")
 # The synthetic topology's size keys per size class; medium is the schema's default
-# (about Google's example), small about a tenth of it, large about two and a half times.
+# (about Google's example), small under a tenth of it, large about two and a half times.
 SIZES: dict[str, dict[str, int]] = {
     "small": {
         "jupiters": 1,
@@ -55,7 +55,7 @@ SIZES: dict[str, dict[str, int]] = {
     },
 }
 # Node counts that separate the classes (small < 2,000 <= medium < 10,000 <= large): the
-# synthetic classes give about 700, 5,300 and 13,500 nodes.
+# synthetic classes give about 460, 5,300 and 13,600 nodes.
 SIZE_BOUNDS = (("small", 2_000), ("medium", 10_000))
 
 

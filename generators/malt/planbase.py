@@ -1,6 +1,7 @@
 """The pieces a capacity plan (levels 4 and 5) is judged with: containment lookups on the
 base graph (`Base`), what a plan may touch (`Scope`, `outside_scope`), a diff read by node
-(`Changes`), and the rules every new port keeps (`new_ports`, `moved_ports`).
+(`Changes`), what the tasks work on (a block's switches of a stage, a drain's groups, the
+gains of upgrades), and the rules every new port keeps (`new_ports`, `moved_ports`).
 
 They know nothing of any one planning task: plancheck.py holds each task's scope,
 invariants and optima. A scope is the blast radius a plan may have (the nodes it may
