@@ -98,18 +98,18 @@ def test_fewest_upgrades_is_the_least_subset_reaching_the_deficit():
         assert pm.fewest_upgrades(gains, per_switch, deficit) == best, (gains, per_switch, deficit)
 
 
-def test_balance_level_is_the_least_highest_block_total():
+def test_raise_level_is_the_largest_lowest_block_total():
     rng = random.Random(3)
     for _ in range(300):
         caps = [rng.choice([10, 20, 30, 45]) for _ in range(rng.randint(1, 3))]
         slots = [rng.randint(0, 3) for _ in caps]
         n, unit = rng.randint(1, 5), rng.choice([5, 10])
-        totals = [
-            max(c + unit * a for c, a in zip(caps, split, strict=True))
+        lowest = [
+            min(c + unit * a for c, a in zip(caps, split, strict=True))
             for split in itertools.product(*(range(s + 1) for s in slots))
             if sum(split) == n
         ]
-        assert pm.balance_level(caps, slots, n, unit) == min(totals, default=None)
+        assert pm.raise_level(caps, slots, n, unit) == max(lowest, default=None)
 
 
 # -- every generated plan is right; null answers are not ------------------------------------
@@ -244,7 +244,9 @@ def move_new_port(graph: nx.DiGraph, source: str, target: str, first: int) -> No
 
 
 def test_unbalanced_plans_are_wrong_but_safe(gen, queries):
-    """Level 5 asks for an optimum: one port moved onto the fullest receiver misses it."""
+    """Level 5 asks for an optimum: one port moved off it misses it. A drain's fullest
+    receiver takes one more port; a placement's weakest block gives one away."""
+    base = Base(gen.graph)
     checked = Counter()
     for query in queries[5]:
         spec = query.ground_truth["spec"]
@@ -253,28 +255,28 @@ def test_unbalanced_plans_are_wrong_but_safe(gen, queries):
         moved = new_ports_by_switch(query)
         graph = answer_graph(gen, query)
         if spec["op"] == "drain_balance":
-            # The fullest receiver takes one more port from another receiver of its stage.
-            counts = {s: len(graph.succ[s]) - 1 for s in moved}
+            counts = {s: len(graph.succ[s]) - 1 for s in moved}  # less the device's self-loop
             target = max(moved, key=lambda s: (counts[s], s))
-            stage = Base(gen.graph).stage(target)
-            sources = [s for s in moved if s != target and Base(gen.graph).stage(s) == stage]
+            sources = [s for s in moved if s != target and base.stage(s) == base.stage(target)]
         else:
-            totals = {
-                b: Base(graph).capacity(b)
-                for b in Base(gen.graph).members(spec["superblock"], S.EK_AGG_BLOCK)
-            }
-            top = max(totals, key=totals.get)
-            hosts = [s for s in Base(gen.graph).members(top, S.EK_PACKET_SWITCH)
-                     if Base(gen.graph).stage(s) == spec["stage"]
-                     and len(moved.get(s, ())) < spec["per_switch"]]  # fmt: skip
-            if not hosts:
+            blocks = base.members(spec["superblock"], S.EK_AGG_BLOCK)
+            totals = {b: Base(graph).capacity(b) for b in blocks}
+            weakest = [b for b in blocks if totals[b] == min(totals.values())]
+            inside = {s for b in weakest for s in base.contained(b)}
+            sources = [s for s in moved if s in inside]
+            targets = [
+                s
+                for b in blocks
+                if b not in weakest
+                for s in base.members(b, S.EK_PACKET_SWITCH)
+                if base.stage(s) == spec["stage"] and len(moved.get(s, ())) < spec["per_switch"]
+            ]
+            if not targets:
                 continue
-            target = hosts[0]
-            inside = set(Base(gen.graph).contained(top))
-            sources = [s for s in moved if s not in inside]
+            target = targets[0]
         if not sources:
             continue
-        first = Base(gen.graph).highest_port(target) + len(moved.get(target, ())) + 1
+        first = base.highest_port(target) + len(moved.get(target, ())) + 1
         move_new_port(graph, sources[0], target, first)
         verdict = verdict_of(gen, query, graph)
         assert not verdict.correct and verdict.safe, (query.query_id, verdict)

@@ -199,7 +199,7 @@ def _place_bounds(base: Base, spec: Spec) -> dict[str, Any]:
         out["room"] = room
     else:
         order = sorted(caps)
-        out["highest_block_capacity"] = pm.balance_level(
+        out["lowest_block_capacity"] = pm.raise_level(
             [caps[b] for b in order], [slots[b] for b in order], spec["ports"], spec["capacity"]
         )
     return out
@@ -363,12 +363,13 @@ def _place_errors(base: Base, spec: Spec, ch: Changes) -> list[str]:
                 )
         total += placed
         after = want["capacity_before"][block] + placed * spec["capacity"]
-        limit = spec["budget"] if spec["op"] == "place" else want["highest_block_capacity"]
-        if after > limit and (placed or spec["op"] == "place_balance"):
-            what = (
-                "the budget" if spec["op"] == "place" else "the least possible highest block total"
+        if spec["op"] == "place" and placed and after > spec["budget"]:
+            errs.append(f"{block} ends with {after} bps, above the budget ({spec['budget']} bps)")
+        if spec["op"] == "place_balance" and after < want["lowest_block_capacity"]:
+            errs.append(
+                f"{block} ends with {after} bps; the lowest block total can be raised to "
+                f"{want['lowest_block_capacity']} bps"
             )
-            errs.append(f"{block} ends with {after} bps, above {what} ({limit} bps)")
     if total != spec["ports"]:
         errs.append(f"{total} new ports placed; the task asks for {spec['ports']}")
     return errs

@@ -10,8 +10,8 @@ optimum, not to one plan). Tests compare each with an exhaustive search on small
   gain of k upgrades is the sum of the k largest of each switch's `per_switch` best gains
   (a partition matroid: greedy is optimal), so `fewest_upgrades` is the least k reaching
   the deficit.
-- `balance_level`: placing n ports of one capacity over blocks with room for `slots`
-  each, the least possible highest block total, every block counted.
+- `raise_level`: placing n ports of one capacity over blocks with room for `slots` each,
+  the largest possible lowest block total, every block counted (raise the weakest).
 - `budget_room`: how many ports of one capacity fit under a per-block budget.
 """
 
@@ -64,18 +64,17 @@ def budget_room(cap: int, slots: int, unit: int, budget: int) -> int:
     return min(slots, (budget - cap) // unit)
 
 
-def balance_level(caps: Sequence[int], slots: Sequence[int], n: int, unit: int) -> int | None:
-    """The least possible highest block total after placing n ports of `unit` bps, block
-    b taking at most slots[b]; None when the blocks cannot take n."""
+def raise_level(caps: Sequence[int], slots: Sequence[int], n: int, unit: int) -> int | None:
+    """The largest possible lowest block total after placing n ports of `unit` bps, block
+    b taking at most slots[b]; None when the blocks cannot take n. Ports a level needs
+    below it are placed first; the rest fit anywhere there is room."""
     if sum(slots) < n or not caps:
         return None
-    floor = max(caps)
-    levels = sorted(
-        {floor} | {c + j * unit for c, s in zip(caps, slots, strict=True) for j in range(s + 1)}
-    )
-    for level in levels:
-        if level < floor:
-            continue
-        if sum(min(s, (level - c) // unit) for c, s in zip(caps, slots, strict=True)) >= n:
-            return level
-    return None  # unreachable: the highest level above gives every block all its slots
+    best = min(caps)
+    for level in sorted(
+        {c + j * unit for c, s in zip(caps, slots, strict=True) for j in range(s + 1)}
+    ):
+        need = [max(0, ceil_div(level - c, unit)) for c in caps]
+        if all(k <= s for k, s in zip(need, slots, strict=True)) and sum(need) <= n:
+            best = max(best, level)
+    return best

@@ -121,10 +121,11 @@ def _upgrade_superblock(spec: dict[str, Any], ref: Ref) -> str:
 
 
 def _placement(spec: dict[str, Any], ref: Ref) -> str:
+    most = f"{spec['per_switch']} new port" + ("s" if spec["per_switch"] != 1 else "")
     return (
         f"Add {spec['ports']} new ports of physical_capacity_bps {spec['capacity']} to "
         f"{ref(spec['superblock'])}, each on a packet switch of stage {spec['stage']} in one of "
-        f"its aggregation blocks, at most {spec['per_switch']} new ports per switch"
+        f"its aggregation blocks, at most {most} per switch"
     )
 
 
@@ -138,9 +139,9 @@ def _place(spec: dict[str, Any], ref: Ref) -> str:
 
 def _place_balance(spec: dict[str, Any], ref: Ref) -> str:
     return (
-        f"{_placement(spec, ref)}, placed so that afterwards the largest total physical "
-        f"capacity of the ports of any aggregation block of {ref(spec['superblock'])} is as "
-        f"small as it can be. {NEW_PORTS}"
+        f"{_placement(spec, ref)}, placed so that afterwards the smallest total physical "
+        f"capacity of the ports of any aggregation block of {ref(spec['superblock'])} (the "
+        f"weakest block) is as large as it can be. {NEW_PORTS}"
     )
 
 
