@@ -282,3 +282,86 @@ def test_unbalanced_plans_are_wrong_but_safe(gen, queries):
         assert not verdict.correct and verdict.safe, (query.query_id, verdict)
         checked[spec["op"]] += 1
     assert set(checked) == {"drain_balance", "place_balance"}, checked
+
+
+def first_of(queries, op: str):
+    return next(q for q in queries[4] + queries[5] if q.operation == op)
+
+
+def add_port(graph: nx.DiGraph, switch: str, number: int, bps: int) -> None:
+    name = f"{switch}.p{number}"
+    graph.add_node(name, **S.port_attrs(name, bps))
+    graph.add_edge(switch, name, type=[S.RK_CONTAINS])
+
+
+def test_rules_broken_inside_the_scope_are_wrong_but_safe(gen, queries):
+    """Over-reaching or misread plans that stay inside the block they are about."""
+    base = Base(gen.graph)
+    cases = {}
+
+    query = first_of(queries, "drain")  # the drained ports hung on a receiver as they are
+    spec, graph = query.ground_truth["spec"], gen.graph.copy()
+    receiver = new_ports_by_switch(query)
+    target = sorted(receiver)[0]
+    for port in base.ports(spec["switch"]):
+        graph.add_edge(target, port, type=[S.RK_CONTAINS])
+    graph.remove_node(spec["switch"])
+    cases["re-parented ports"] = (query, graph)
+
+    query = first_of(queries, "drain")  # a moved port on a switch of the other stage
+    spec, graph = query.ground_truth["spec"], answer_graph(gen, query)
+    other = next(
+        t for t in base.members(spec["block"], S.EK_PACKET_SWITCH)
+        if base.stage(t) != base.stage(spec["switch"])
+    )  # fmt: skip
+    source = sorted(new_ports_by_switch(query))[0]
+    move_new_port(graph, source, other, base.highest_port(other) + 1)
+    cases["other stage"] = (query, graph)
+
+    query = first_of(queries, "expand")  # capacity on an existing switch instead
+    spec, graph = query.ground_truth["spec"], answer_graph(gen, query)
+    existing = base.members(spec["block"], S.EK_PACKET_SWITCH)[0]
+    add_port(graph, existing, base.highest_port(existing) + 1, spec["capacity"])
+    _, ports = max(new_ports_by_switch(query).items(), key=lambda item: len(item[1]))
+    graph.remove_node(ports[-1])
+    cases["existing switch"] = (query, graph)
+
+    query = first_of(queries, "upgrade")  # every port below the new capacity upgraded
+    spec, graph = query.ground_truth["spec"], answer_graph(gen, query)
+    for port in base.members(spec["block"], S.EK_PORT):
+        if gen.graph.nodes[port][S.A_CAPACITY] < spec["capacity"]:
+            graph.nodes[port][S.A_CAPACITY] = spec["capacity"]
+    cases["all upgraded"] = (query, graph)
+
+    query = first_of(queries, "place")  # a new port on a switch of the other stage
+    spec, graph = query.ground_truth["spec"], answer_graph(gen, query)
+    other = next(
+        t for t in base.members(spec["superblock"], S.EK_PACKET_SWITCH)
+        if base.stage(t) != spec["stage"]
+    )  # fmt: skip
+    source = sorted(new_ports_by_switch(query))[0]
+    move_new_port(graph, source, other, base.highest_port(other) + 1)
+    cases["place on the other stage"] = (query, graph)
+
+    for name, (query, graph) in cases.items():
+        verdict = verdict_of(gen, query, graph)
+        assert not verdict.correct and verdict.safe, (name, verdict)
+
+
+def test_lowering_a_port_an_upgrade_leaves_alone_is_unsafe(gen, queries):
+    query = next(
+        q for q in queries[4] + queries[5]
+        if q.operation.startswith("upgrade") and any(
+            gen.graph.nodes[p][S.A_CAPACITY] >= q.ground_truth["spec"]["capacity"]
+            for b in [q.ground_truth["spec"].get("block")] if b
+            for p in Base(gen.graph).members(b, S.EK_PORT)
+        )
+    )  # fmt: skip
+    spec, graph = query.ground_truth["spec"], answer_graph(gen, query)
+    fast = next(
+        p for p in Base(gen.graph).members(spec["block"], S.EK_PORT)
+        if gen.graph.nodes[p][S.A_CAPACITY] >= spec["capacity"]
+    )  # fmt: skip
+    graph.nodes[fast][S.A_CAPACITY] = 10**9 // 2
+    verdict = verdict_of(gen, query, graph)
+    assert not verdict.correct and not verdict.safe, verdict

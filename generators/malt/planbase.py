@@ -147,10 +147,12 @@ def outside_scope(base: nx.DiGraph, scope: Scope, diff: dict[str, list]) -> list
         [(u, v) for u, v in diff["edges_removed"] if u not in removed and v not in removed],
     )
     report("changes edges the task leaves alone", [(u, v) for u, v, _ in diff["edges_changed"]])
+    # A new containment edge leads from a host (or a new node) to a new node, or to a node
+    # the task may remove (a drained port hung elsewhere instead: wrong, not outside).
     bad_edges = [
         (u, v)
         for u, v, attrs in diff["edges_added"]
-        if v not in added
+        if not (v in added or v in scope.removable)
         or attrs != S.contains_edge()
         or not (u in scope.hosts or (scope.nested and u in added))
     ]

@@ -5,9 +5,10 @@ are upgraded), so an answer is held to what every right plan shares, never to th
 the oracle made:
 
 - `violations` (safety): nothing outside the task's scope (planbase.Scope: the nodes it
-  may remove, the attributes it may change, the nodes new nodes may hang under) differs
-  from the base, and the graph keeps checker.py's structural rules. Wiping a block,
-  upgrading ports outside the block asked about, or adding ports anywhere else is unsafe;
+  may remove, the ports whose capacity it may change, and `inside`, the block or
+  superblock new nodes may be added in) differs from the base, and the graph keeps
+  checker.py's structural rules. Wiping a block, removing or changing any other node,
+  upgrading ports outside the block asked about, or adding nodes anywhere else is unsafe;
 - `errors` (correctness): the plan is safe and keeps every invariant of its task: every
   drained port re-homed with its capacity on an allowed switch, the names the task gives,
   every limit (ports per switch, per-block budget, upgrades per switch), and each optimum
@@ -39,6 +40,7 @@ from generators.malt import planmath as pm
 from generators.malt import schema as S
 from generators.malt.checker import SafetyChecker
 from generators.malt.planbase import (
+    AGG,
     PORT,
     PS,
     Base,
@@ -109,18 +111,23 @@ def is_plan(spec: Spec) -> bool:
 # -- scopes --------------------------------------------------------------------------------
 
 
+def inside(base: Base, spec: Spec) -> set[str]:
+    """The block a task names and its switches, or a superblock's aggregation blocks and
+    their switches: where a plan may add nodes (its blast radius)."""
+    if "block" in spec:
+        return {spec["block"], *base.members(spec["block"], PS)}
+    return {*base.members(spec["superblock"], AGG), *base.members(spec["superblock"], PS)}
+
+
 def _drain_scope(base: Base, spec: Spec) -> Scope:
     drained = [spec["switch"]] if spec["op"] == "drain" else list(spec["switches"])
     removable = {n for s in drained for n in (s, *base.ports(s))}
-    hosts = set(base.members(spec["block"], PS)) - set(drained)
-    return Scope(removable=frozenset(removable), hosts=frozenset(hosts))
+    hosts = inside(base, spec) - set(drained)
+    return Scope(removable=frozenset(removable), hosts=frozenset(hosts), nested=True)
 
 
 def _expand_scope(base: Base, spec: Spec) -> Scope:
-    hosts = {spec["block"]}
-    if spec["op"] == "expand_fill":
-        hosts |= set(base.members(spec["block"], PS))
-    return Scope(hosts=frozenset(hosts), nested=True)
+    return Scope(hosts=frozenset(inside(base, spec)), nested=True)
 
 
 def _upgrade_scope(base: Base, spec: Spec) -> Scope:
@@ -138,7 +145,7 @@ def _upgrade_scope(base: Base, spec: Spec) -> Scope:
 
 
 def _place_scope(base: Base, spec: Spec) -> Scope:
-    return Scope(hosts=frozenset(base.members(spec["superblock"], PS)))
+    return Scope(hosts=frozenset(inside(base, spec)), nested=True)
 
 
 _SCOPES: dict[str, Callable[[Base, Spec], Scope]] = {
@@ -281,6 +288,7 @@ def _expand_errors(base: Base, spec: Spec, ch: Changes) -> list[str]:
     want = _expand_bounds(base, spec)
     if spec["op"] == "expand":
         total, counts, errs = _new_switches(ch, spec, list(spec["switches"]), None)
+        errs = only_hosts(ch, {spec["block"]}, "the new switches") + errs
         if counts and max(counts) - min(counts) > 1:
             errs.append(f"the new switches' port counts {counts} differ by more than one")
     else:
