@@ -53,6 +53,14 @@ def bench_malt_verdicts(data: Path) -> dict[str, Any]:
     return bench.run_verdicts(ROOT.parent / "shared" / "data")
 
 
+def bench_malt_plans(data: Path) -> dict[str, Any]:
+    """MALT levels 4 and 5 (next to 1-3): prompt sizes in tokens; seconds to generate 100
+    queries and to play the oracle on them in the sandbox, per level of malt and malt_google."""
+    from generators.malt import planbench
+
+    return planbench.run_plans(ROOT.parent / "shared" / "data")
+
+
 def bench_sandbox(data: Path) -> dict[str, Any]:
     """Per-run overhead of the agent-code sandbox on a ~5.5k-node graph."""
     from emulators.pysandbox import bench
@@ -236,8 +244,8 @@ def bench_decoding(data: Path) -> dict[str, Any]:
 
 
 # `make bench` runs these; others only with --only.
-DEFAULT = ("isolation", "emulators", "routing", "analysis", "k8s", "malt", "sandbox", "smoke",
-           "serving", "binding", "gym")  # fmt: skip
+DEFAULT = ("isolation", "emulators", "routing", "analysis", "k8s", "malt", "malt_plans",
+           "sandbox", "smoke", "serving", "binding", "gym")  # fmt: skip
 BENCHMARKS: dict[str, Bench] = {
     "validity": bench_validity,
     "decoding": bench_decoding,
@@ -248,6 +256,7 @@ BENCHMARKS: dict[str, Bench] = {
     "k8s": bench_k8s,
     "malt": bench_malt,
     "malt_verdicts": bench_malt_verdicts,
+    "malt_plans": bench_malt_plans,
     "sandbox": bench_sandbox,
     "smoke": bench_smoke,
     "serving": bench_serving,

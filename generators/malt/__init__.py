@@ -9,11 +9,17 @@ indices, analytic view), actions (query specs and their analytic evaluator), lev
 (seeded drawing), render + prompt (prose), oracle (ground-truth code), inprocess (running
 it), generator (validated queries, keyed by spec), capacity (distinct queries per level,
 measured), scoring, app (the pipeline.core.App), bench (timings and verdicts at scale).
+Levels 4 and 5 are capacity plans judged by invariants: operations (labels and the
+app.operations names), plandraw (drawing), plansolve (the analytic plan), planoracle (the
+oracle program), planrender (prose), planmath (the optima), planbase + plancheck (scope,
+invariants, the rule), planbench (prompt sizes and timings).
 Graph diffs are the sandbox's (emulators/pysandbox/graphdiff.py): it returns a graph
 answer as one.
 """
 
 from pipeline.registry import AppSpec
 
-APP_VERSION = "3"  # 2: distinct keys per seed slot; 3: judged on the intended state (issue 14)
+# 2: distinct keys per seed slot; 3: judged on the intended state (issue 14). Levels 4 and 5
+# and the knobs (issue 16) left levels 1-3 as they were, so their queries keep version 3.
+APP_VERSION = "3"
 APP = AppSpec(kind="malt", app=".app:MaltApp", config=".config:MaltConfig", version=APP_VERSION)

@@ -17,6 +17,7 @@ topology (the answer is then the modified graph); combinators sequence them:
     set_capacity {"op": "set_capacity", "target": X, "capacity": C}   X a port or a switch
     set_stage  {"op": "set_stage", "switch": X, "stage": s}
     seq        {"op": "seq", "steps": [A, B]}                 answer of the last step
+    drain, expand, upgrade, place, ... (levels 4, 5)          a capacity plan: plancheck.py
     if         {"op": "if", "cond": COND, "then": A, "else": B}
     for        {"op": "for", "kind": K, "scope": X, "body": A}            "$item" = loop node
     for_if     {"op": "for_if", "kind": K, "scope": X, "cond": COND, "then": A, "else": B}
@@ -36,6 +37,7 @@ from typing import Any
 
 from generators.malt import schema as S
 from generators.malt.index import Redraw, View
+from generators.malt.operations import TEMPLATES
 
 ITEM = "$item"
 CMPS: dict[str, Callable[[Any, Any], bool]] = {
@@ -56,6 +58,8 @@ VALUE_OPS = {
     "find": "text",
 }
 MUTATIONS = ("remove", "add_port", "add_switch", "set_capacity", "set_stage")
+# Capacity plans: answered with the modified graph, judged by invariants (plancheck.py).
+PLANS = frozenset(label for labels in TEMPLATES.values() for label in labels)
 CATEGORY = {
     "count": "count",
     "capacity": "count",
@@ -73,8 +77,10 @@ CATEGORY = {
 
 
 def answer_type(spec: dict[str, Any]) -> str:
-    """The answer type of a spec: number, text, list, ranking, table or graph."""
+    """The answer type of a spec: number, text, list, ranking, table, graph or plan."""
     op = spec["op"]
+    if op in PLANS:
+        return "plan"
     if op in VALUE_OPS:
         return VALUE_OPS[op]
     if op in MUTATIONS:
@@ -90,6 +96,8 @@ def answer_type(spec: dict[str, Any]) -> str:
 def operation_label(spec: dict[str, Any]) -> str:
     """A short label for breakdowns, e.g. "remove>count" or "for_if(update|remove)"."""
     op = spec["op"]
+    if op in PLANS:
+        return op
     if op in CATEGORY:
         return CATEGORY[op]
     if op == "seq":

@@ -9,7 +9,7 @@ answer record (and, for a value answer whose code changed the graph, that change
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import fields
 from pathlib import Path
@@ -21,7 +21,7 @@ import networkx as nx
 from emulators.pysandbox.limits import SandboxLimits
 from generators.malt import APP_VERSION, scoring
 from generators.malt.capacity import cached_measure
-from generators.malt.config import MaltConfig, validate_config
+from generators.malt.config import MaltConfig, effective_topology, validate_config
 from generators.malt.generator import LEVELS, MaltQueryGenerator
 from generators.malt.replies import (
     FEW_SHOT,
@@ -116,7 +116,7 @@ class MaltEnvironment:
 
         cfg = self._app.cfg
         graph, self.topology_id = load_topology(
-            cfg.topology, self._app.cache_dir, self._app.shared_data_dir
+            effective_topology(cfg), self._app.cache_dir, self._app.shared_data_dir
         )
         self._sandbox = GraphSandbox(graph, _limits(cfg.sandbox))
         self._sandbox.__enter__()
@@ -167,10 +167,14 @@ class MaltApp:
         both apply changes to this graph and revert them, never copy it."""
         if self._generator is None:
             graph, topology_id = load_topology(
-                self.cfg.topology, self.cache_dir, self.shared_data_dir
+                effective_topology(self.cfg), self.cache_dir, self.shared_data_dir
             )
             self._generator = MaltQueryGenerator(
-                graph, topology_id, app_name=self.name, capacity=self.capacity
+                graph,
+                topology_id,
+                app_name=self.name,
+                capacity=self.capacity,
+                operations=self.cfg.operations,
             )
         return self._generator
 
@@ -179,13 +183,23 @@ class MaltApp:
         return prepared.graph, prepared.topology_id
 
     def generate(
-        self, level: int, seed: int, count: int, *, allow_repeats: bool = False
+        self,
+        level: int,
+        seed: int,
+        count: int,
+        *,
+        allow_repeats: bool = False,
+        weights: Mapping[str, float] | None = None,
     ) -> Iterator[Query]:
-        return self._prepared().generate(level, seed, count, allow_repeats=allow_repeats)
+        """Queries 0..count-1 of (level, seed); `weights` (operation label -> weight, from
+        failure-driven sampling) draws labels by weight instead of as the level does."""
+        return self._prepared().generate(
+            level, seed, count, allow_repeats=allow_repeats, weights=weights
+        )
 
     def capacity(self, level: int) -> Capacity:
-        """Distinct queries of `level` on this topology (generators/malt/capacity.py),
-        measured once and cached."""
+        """Distinct queries of `level` on this topology (generators/malt/capacity.py), of
+        the operations `app.operations` selects, measured once and cached."""
         if level not in LEVELS:
             raise ConfigError(f"level must be one of {list(LEVELS)}, got {level!r}")
         return cached_measure(self._prepared(), level, self.cache_dir)

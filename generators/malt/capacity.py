@@ -13,8 +13,13 @@ the valid fraction's Wilson 95 % lower bound (per operation, each operation's ow
 fraction), or the exact number of valid keys found when every key was validated: in both
 cases queries a seed's draws do reach (a seed draws the same way, with a far larger budget
 per query). `how` adds Chao1 (from the keys drawn once and twice), an estimate of how many
-distinct specs the level holds in all. Results are cached per topology, app version and
-the code that draws and validates.
+distinct specs the level holds in all. Results are cached per topology, app version, the
+operations `app.operations` selects and the code that draws and validates.
+
+With `app.operations`, the draws are the level's own and only the keys of the selected
+operations count (levels 1-3 draw as always and keep the selected labels; levels 4 and 5
+draw only the selected templates), as a seed's draws meet them. Capacity plans (levels
+4 and 5) are validated by solving them and holding the plan to the plan checker.
 """
 
 from __future__ import annotations
@@ -29,17 +34,33 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from generators.malt import APP_VERSION, actions, checker, index, intended
+from generators.malt import (
+    APP_VERSION,
+    actions,
+    checker,
+    index,
+    intended,
+    operations,
+    planbase,
+    plancheck,
+    plandraw,
+    planmath,
+    plansolve,
+)
 from generators.malt import generator as generator_module
 from generators.malt import levels as levels_module
 from generators.malt.actions import operation_label
-from generators.malt.generator import MaltQueryGenerator, spec_key
+from generators.malt.generator import PLAN_LEVELS, MaltQueryGenerator, spec_key
 from generators.malt.index import Redraw
+from generators.malt.operations import selects
 from pipeline.capacity import Capacity, cached
 from pipeline.querygen import SEED_SLOTS, key_slot
 
 DRAWS = 20_000
 VALIDATE = 1_500
+# Capacity plans are drawn feasible (plandraw.py) and cost ~10 ms each to validate (solve,
+# check every invariant): a smaller sample bounds their valid fraction as well, in seconds.
+VALIDATE_PLANS = 300
 log = logging.getLogger(__name__)
 
 
@@ -54,16 +75,21 @@ def wilson_lower(successes: int, n: int, z: float = 1.96) -> float:
 
 
 def measure(
-    gen: MaltQueryGenerator, level: int, draws: int = DRAWS, validate: int = VALIDATE
+    gen: MaltQueryGenerator, level: int, draws: int = DRAWS, validate: int | None = None
 ) -> Capacity:
-    """The estimate of the module docstring."""
+    """The estimate of the module docstring (`validate`: VALIDATE, VALIDATE_PLANS for
+    levels 4 and 5)."""
+    if validate is None:
+        validate = VALIDATE_PLANS if level in PLAN_LEVELS else VALIDATE
     rng = random.Random(f"malt-capacity/{level}")
     seen: Counter[str] = Counter()
     specs: dict[str, dict[str, Any]] = {}
     for _ in range(draws):
         try:
-            spec = gen.drawer.draw(level, rng)
+            spec = gen.raw_draw(level, rng)
         except Redraw:
+            continue
+        if not selects(gen.operations, operation_label(spec)):
             continue
         key = spec_key(gen.topology_id, spec)
         seen[key] += 1
@@ -110,14 +136,18 @@ def measure(
     )
 
 
-def fingerprint(topology_id: str, draws: int, validate: int) -> str:
-    """What a measurement depends on: topology, app version, the code that draws specs and
-    decides which are queries (drawer, evaluator, safety rule), sizes."""
-    sources = [
-        hashlib.sha256(Path(m.__file__).read_bytes()).hexdigest()
-        for m in (levels_module, generator_module, actions, checker, index, intended)
-    ]
+def fingerprint(
+    topology_id: str, draws: int, validate: int, selected: list[str] | None = None
+) -> str:
+    """What a measurement depends on: topology, app version, the operations selected, the
+    code that draws specs and decides which are queries (drawers, evaluators, safety and
+    plan rules), sizes."""
+    modules = (levels_module, generator_module, actions, checker, index, intended, operations)
+    modules += (planbase, plancheck, plandraw, planmath, plansolve)
+    sources = [hashlib.sha256(Path(m.__file__).read_bytes()).hexdigest() for m in modules]
     text = json.dumps([topology_id, APP_VERSION, sources, draws, validate])
+    if selected is not None:  # unchanged names of measurements without the knob
+        text = json.dumps([text, sorted(selected)])
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -126,8 +156,10 @@ def cached_measure(
     level: int,
     cache_dir: Path,
     draws: int = DRAWS,
-    validate: int = VALIDATE,
+    validate: int | None = None,
 ) -> Capacity:
     """`measure`, remembered (pipeline.capacity.cached)."""
-    name = f"capacity-{fingerprint(gen.topology_id, draws, validate)}-L{level}"
+    if validate is None:
+        validate = VALIDATE_PLANS if level in PLAN_LEVELS else VALIDATE
+    name = f"capacity-{fingerprint(gen.topology_id, draws, validate, gen.operations)}-L{level}"
     return cached(name, cache_dir, lambda: measure(gen, level, draws, validate))

@@ -13,6 +13,17 @@ Every query is validated before it is returned:
 Draws failing 1-3 are redrawn (at most MAX_DRAWS times); a failure of 4 is a bug and
 raises at once.
 
+Capacity plans (levels 4 and 5) have many right answers, so steps 3 and 4 hold both the
+analytic plan (plansolve.py) and the oracle program's plan to the plan checker
+(plancheck.py: inside the task's scope, structurally valid, every invariant and optimum)
+instead of to each other.
+
+What is drawn: without `weights` and `operations`, exactly what every earlier version
+drew. `operations` (app.operations) keeps the draws whose label it selects; `weights`
+(failure-driven sampling) first draws the label with `pipeline.querygen.weighted_choice`
+over the labels the level holds on this topology (its capacity's operations), then a
+spec of that label. Levels 4 and 5 draw their template first in every case.
+
 A query's key is its spec on its topology (`spec_key`): the prompt is rendered from the
 spec alone, so equal keys are equal tasks. A spec whose key another seed slot owns, or an
 earlier query of the seed took, is redrawn before any validation (pipeline/querygen.py).
@@ -20,29 +31,36 @@ earlier query of the seed took, is redrawn before any validation (pipeline/query
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import random
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import networkx as nx
 
 from emulators.pysandbox import graphdiff
-from generators.malt import APP_VERSION
+from generators.malt import APP_VERSION, plancheck, planoracle, planrender, plansolve
 from generators.malt.actions import answer_type, expected_record, operation_label
 from generators.malt.checker import SafetyChecker
+from generators.malt.config import size_class
 from generators.malt.index import Redraw, TopoIndex, View
 from generators.malt.inprocess import InProcessRunner
 from generators.malt.intended import judge
 from generators.malt.levels import Drawer
+from generators.malt.operations import selects
 from generators.malt.oracle import ORACLE_PRELUDE, program
+from generators.malt.planbase import Base
+from generators.malt.plandraw import PlanDrawer
 from generators.malt.prompt import build_prompt
 from generators.malt.render import Renderer
 from generators.malt.scoring import answers_match, canonical_diff
 from pipeline.core import Query, canonical_json
 from pipeline.errors import ConfigError, QueryGenerationError
-from pipeline.querygen import KeyTracker, query_id, query_key, query_rng, stamp
+from pipeline.querygen import KeyTracker, query_id, query_key, query_rng, stamp, weighted_choice
 
-LEVELS = (1, 2, 3)
+LEVELS = (1, 2, 3, 4, 5)
+PLAN_LEVELS = (4, 5)
 MAX_DRAWS = 100
+SELECT_DRAWS = 5_000  # draws of levels 1-3 searched for a selected or weighted label
 
 
 def spec_key(topology_id: str, spec: dict[str, Any]) -> str:
@@ -70,9 +88,12 @@ class MaltQueryGenerator:
         *,
         app_name: str = "malt",
         capacity: Callable[[int], object] | None = None,
+        operations: Sequence[str] | None = None,
     ) -> None:
         self.graph = graph
         self._capacity = capacity
+        self.operations = list(operations) if operations is not None else None
+        self.size = size_class(graph.number_of_nodes())
         self.topology_id = topology_id
         self.app_name = app_name
         self.checker = checker or SafetyChecker(graph)
@@ -83,19 +104,80 @@ class MaltQueryGenerator:
             )
         self.index = TopoIndex(graph)
         self.drawer = Drawer(self.index)
+        self.plans = PlanDrawer(self.index, self.operations)
         self.renderer = Renderer(lambda name: self.index.kinds.get(name))
         self.runner = InProcessRunner(graph, ORACLE_PRELUDE)
+        self.plan_runner = InProcessRunner(graph, planoracle.PLAN_PRELUDE)
+        self._labels: dict[int, list[str]] = {}
 
     def generate(
-        self, level: int, seed: int, count: int, *, allow_repeats: bool = False
+        self,
+        level: int,
+        seed: int,
+        count: int,
+        *,
+        allow_repeats: bool = False,
+        weights: Mapping[str, float] | None = None,
     ) -> Iterator[Query]:
         if level not in LEVELS:
             raise ConfigError(f"level must be one of {list(LEVELS)}, got {level!r}")
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
             raise ConfigError(f"count must be a non-negative int, got {count!r}")
+        if count and (weights is not None or self.operations is not None):
+            self.labels(level)  # fails before any draw when nothing can be drawn
         tracker = self.tracker(level, seed, allow_repeats)
         for i in range(count):
-            yield self.query(level, seed, i, tracker)
+            yield self.query(level, seed, i, tracker, weights)
+
+    def raw_draw(self, level: int, rng: random.Random) -> dict[str, Any]:
+        """A spec of `level` as the level draws it (templates of 4 and 5 as selected)."""
+        if level in PLAN_LEVELS:
+            return self.plans.draw(level, rng)
+        return self.drawer.draw(level, rng)
+
+    def labels(self, level: int) -> list[str]:
+        """The operation labels `level` draws on this topology, as `operations` selects
+        them: its templates (4, 5), else the labels its capacity found valid (1-3)."""
+        found = self._labels.get(level)
+        if found is None:
+            if level in PLAN_LEVELS:
+                found = list(self.plans.templates[level])
+            else:
+                by_op = self._measured(level).by_operation
+                found = sorted(op for op, n in by_op.items() if n and selects(self.operations, op))
+            if not found:
+                raise ConfigError(
+                    f"app.operations={self.operations} selects no operation of {self.app_name} "
+                    f"level {level} on topology {self.topology_id}"
+                )
+            self._labels[level] = found
+        return found
+
+    def _measured(self, level: int) -> Any:
+        if self._capacity is not None:
+            return self._capacity(level)
+        from generators.malt.capacity import measure  # it imports this module
+
+        return measure(self, level, draws=4_000, validate=400)
+
+    def draw_spec(
+        self, level: int, rng: random.Random, weights: Mapping[str, float] | None = None
+    ) -> dict[str, Any]:
+        """A spec of `level` drawn as the module docstring says."""
+        if level in PLAN_LEVELS:
+            return self.plans.draw(level, rng, weights)
+        if weights is None and self.operations is None:
+            return self.drawer.draw(level, rng)
+        wanted = weighted_choice(rng, self.labels(level), weights) if weights is not None else None
+        for _ in range(SELECT_DRAWS):
+            try:
+                spec = self.drawer.draw(level, rng)
+            except Redraw:
+                continue
+            label = operation_label(spec)
+            if label == wanted if wanted is not None else selects(self.operations, label):
+                return spec
+        raise Redraw(f"no draw of {wanted or self.operations} in {SELECT_DRAWS} tries")
 
     def tracker(self, level: int, seed: int, allow_repeats: bool = False) -> KeyTracker:
         capacity = self._capacity
@@ -110,6 +192,8 @@ class MaltQueryGenerator:
     def check(self, spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, list]] | str:
         """Checks 1-3 of the module docstring: (answer record, intended diff: the changes
         the whole task makes), or why the spec is rejected."""
+        if answer_type(spec) == "plan":
+            return self._check_plan(spec)
         try:
             view = View(self.index)
             record = expected_record(spec, view)
@@ -124,7 +208,33 @@ class MaltQueryGenerator:
             return "unsafe ground truth"
         return record, changes
 
-    def query(self, level: int, seed: int, index: int, tracker: KeyTracker | None = None) -> Query:
+    def _check_plan(self, spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, list]] | str:
+        """Checks 1-3 for a plan: the analytic plan exists, changes the graph, and is a right
+        plan by the checker's own rule (a wrong one is a bug, never a redraw)."""
+        view = View(self.index)
+        try:
+            plansolve.solve(spec, view)
+        except Redraw as exc:
+            return str(exc).split(":")[0][:60]
+        changes = view.diff()
+        if graphdiff.is_empty(changes):
+            return "null-like answer"
+        wrong = plancheck.errors(self.checker, spec, changes)
+        if wrong:
+            raise QueryGenerationError(
+                f"the analytic plan breaks the plan checker on topology {self.topology_id}: "
+                f"{wrong[0]}; spec={canonical_json(spec)}"
+            )
+        return {"type": "graph", "graph_class": "DiGraph", "diff": changes}, changes
+
+    def query(
+        self,
+        level: int,
+        seed: int,
+        index: int,
+        tracker: KeyTracker | None = None,
+        weights: Mapping[str, float] | None = None,
+    ) -> Query:
         """Query `index` of (level, seed) on this topology, given the keys earlier queries
         of the seed took (`tracker`; a fresh one for index 0)."""
         tracker = tracker or self.tracker(level, seed)
@@ -132,7 +242,7 @@ class MaltQueryGenerator:
 
         def draw() -> tuple[str, dict[str, Any]] | str:
             try:
-                spec = self.drawer.draw(level, rng)
+                spec = self.draw_spec(level, rng, weights)
             except Redraw as exc:
                 return str(exc).split(":")[0][:60]
             return spec_key(self.topology_id, spec), spec
@@ -179,35 +289,61 @@ class MaltQueryGenerator:
         `changes`: the analytic diff of the whole run (also for questions asked after a
         change), which lets the runner restore the base without a full scan."""
         kind = answer_type(spec)
-        code = program(spec)
-        got = self.runner.run(code, expected=changes)
-        reason = answers_match(kind, record, got)
-        if reason is None and kind != "graph":
-            left = got.get("state") or graphdiff.empty_diff()
-            if canonical_diff(left) != canonical_diff(changes):
-                reason = "the graph the oracle leaves differs from the intended graph"
-        if reason is not None:
-            raise QueryGenerationError(
-                f"oracle program and analytic answer disagree on {query_id} "
-                f"(topology {self.topology_id}): {reason}; spec={canonical_json(spec)}"
-            )
+        if kind == "plan":
+            code, truth = self._plan_truth(spec, record, query_id)
+            task = planrender.task(spec, self.renderer.ref)
+        else:
+            code = program(spec)
+            got = self.runner.run(code, expected=changes)
+            reason = answers_match(kind, record, got)
+            if reason is None and kind != "graph":
+                left = got.get("state") or graphdiff.empty_diff()
+                if canonical_diff(left) != canonical_diff(changes):
+                    reason = "the graph the oracle leaves differs from the intended graph"
+            if reason is not None:
+                raise QueryGenerationError(
+                    f"oracle program and analytic answer disagree on {query_id} "
+                    f"(topology {self.topology_id}): {reason}; spec={canonical_json(spec)}"
+                )
+            # A question's intended graph (a change's is its answer): intended.py
+            truth = {} if kind == "graph" else {"state": changes}
+            task = self.renderer.task(spec)
         return Query(
             query_id=query_id,
             app=self.app_name,
             level=level,
             seed=seed,
             index=index,
-            prompt=build_prompt(self.renderer.task(spec)),
+            prompt=build_prompt(task),
             answer_type=kind,
             operation=operation_label(spec),
             ground_truth={
                 "spec": spec,
                 "answer": record,
-                # A question's intended graph (a change's is its answer): intended.py
-                **({} if kind == "graph" else {"state": changes}),
+                **truth,
                 "oracle_code": code,
                 "topology_id": self.topology_id,
                 "app_version": APP_VERSION,
             },
             env_key=self.topology_id,
+            size=self.size,
         )
+
+    def _plan_truth(
+        self, spec: dict[str, Any], record: dict[str, Any], query_id: str
+    ) -> tuple[str, dict[str, Any]]:
+        """The oracle program of a plan, run and held to the plan checker, and what the
+        ground truth holds besides the analytic plan: the limits the checker applies."""
+        code = planoracle.program(spec)
+        got = self.plan_runner.run(code, expected=record["diff"])
+        wrong = (
+            [f"it returned a {got.get('type')} answer"]
+            if got.get("type") != "graph"
+            else plancheck.errors(self.checker, spec, got["diff"])
+        )
+        if wrong:
+            raise QueryGenerationError(
+                f"the oracle program's plan breaks the plan checker on {query_id} (topology "
+                f"{self.topology_id}): {wrong[0]}; spec={canonical_json(spec)}"
+            )
+        return code, {"bounds": plancheck.bounds(Base(self.graph), spec)}

@@ -142,6 +142,9 @@ class View:
         return sorted(_reach(node, self.children))
 
     def members(self, node: str, kind: str) -> list[str]:
+        if not self._structural:  # no node removed or added yet: the base's members
+            self.require(node)
+            return list(self.ix.members(node, kind))
         return [n for n in self.contained(node) if kind in self.kinds(n)]
 
     def containers(self, node: str) -> list[str]:
