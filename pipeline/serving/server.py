@@ -35,7 +35,7 @@ from pipeline.serving.config import VllmModelConfig
 from pipeline.serving.cpus import AVAILABLE, bind_env
 from pipeline.serving.models import engine_env, ensure_model, vllm_python
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 _PR_SET_PDEATHSIG = 1
 _LOG_TAIL_CHARS = 3000
@@ -264,7 +264,7 @@ class ManagedServer:
             self.stop()
             raise
         self.startup_s = time.perf_counter() - started
-        log.info(
+        logger.info(
             "server %s ready after %.1f s at %s (CPU binding: %s)",
             self.served_name,
             self.startup_s,
