@@ -77,9 +77,13 @@ class View:
     namespaces: dict[str, Mapping[str, str]]  # namespace -> labels
     services: dict[tuple[str, str], ServiceInfo]  # (namespace, name)
     policies: list[dict[str, Any]] = field(default_factory=list)
-    # (pod name, "Ingress"/"Egress") -> the policies isolating it that way; a View is not
-    # changed once built (evaluators build a new one per policy set), so this stays true.
+    # Memos: (pod name, "Ingress"/"Egress") -> the policies isolating it that way, and a
+    # Service's endpoint. A View is not changed once queried (evaluators build a new one
+    # per policy set), so they stay true.
     _isolating: dict[tuple[str, str], list[dict[str, Any]]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+    _endpoints: dict[tuple[str, str], PodInfo | None] = field(
         default_factory=dict, repr=False, compare=False
     )
 
@@ -94,6 +98,12 @@ class View:
 
     def endpoint(self, namespace: str, name: str) -> PodInfo | None:
         """The pod a Service's ClusterIP is translated to (first selected pod by name)."""
+        key = (namespace, name)
+        if key not in self._endpoints:
+            self._endpoints[key] = self._endpoint(namespace, name)
+        return self._endpoints[key]
+
+    def _endpoint(self, namespace: str, name: str) -> PodInfo | None:
         svc = self.services.get((namespace, name))
         if svc is None or not svc.selector:
             return None

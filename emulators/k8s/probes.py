@@ -27,7 +27,10 @@ policies so that every restriction and every denial in them is witnessed by a pr
   denied   for every ingress rule that lists ports, every other pod it does not admit on
            each port it names, unless a Service probe connects the two pods on that
            port: a rule opened to more peers on a port no Service exposes (a named
-           `metrics` port, a UDP collector) is seen;
+           `metrics` port, a UDP collector) is seen; for every egress rule that lists
+           ports, every pod it does not admit whose ingress no policy isolates (hosts
+           outside the cluster, kube-system's) on each port it names: an egress rule
+           that lost its peers (DNS to anywhere) is seen;
   except   for every ipBlock peer with `except`, every pod inside the block that an
            `except` leaves out (and no other peer of the rule admits) on each port the
            rule names (its first port if it names none): a rule that lost its `except`,
@@ -230,11 +233,15 @@ def pod_probes(view: View, service: list[Pair]) -> list[Pair]:
                                 add(probe)
                             for probe in _listed_probes(src, dst, rule, served):
                                 add(probe)
-                        if direction == "ingress":
-                            for src in others:
-                                if src not in admitted:
-                                    for probe in _listed_probes(src, pod, rule, served):
-                                        add(probe)
+                        for other in others:
+                            if other in admitted:
+                                continue
+                            if direction == "ingress":
+                                for probe in _listed_probes(other, pod, rule, served):
+                                    add(probe)
+                            elif not _isolating(view, other, "Ingress"):
+                                for probe in _listed_probes(pod, other, rule, served):
+                                    add(probe)
                         continue
                     # An open rule: for each witness, the first pair it connects.
                     for offset, protocol in OPEN:

@@ -74,8 +74,16 @@ class Evaluator:
         }
 
     def view(self, changed: Mapping[str, dict[str, Any]]) -> View:
+        """The base cluster with `changed` in place of the intended policies of those names;
+        what the base view knows of pods no changed policy selects is reused."""
         policies = [changed.get(p["metadata"]["name"], p) for p in self.intended]
-        return View(self.base.pods, self.base.namespaces, self.base.services, policies)
+        view = View(self.base.pods, self.base.namespaces, self.base.services, policies)
+        touched = {pod for name, p in changed.items() for pod in self.selected(name, p)}
+        view._endpoints.update(self.base._endpoints)  # Services and pods do not change
+        view._isolating.update(
+            {key: found for key, found in self.base._isolating.items() if key[0] not in touched}
+        )
+        return view
 
     def _ends(self, name: str, policy: dict[str, Any]) -> tuple[str, ...]:
         """Which ends of a pair a change of policy `name` can affect: its target's (an
@@ -89,9 +97,9 @@ class Evaluator:
             if old.get(key) != new.get(key)
         )
 
-    def actual(self, changed: Mapping[str, dict[str, Any]]) -> dict[str, bool]:
+    def _redone(self, changed: Mapping[str, dict[str, Any]]) -> dict[str, bool]:
+        """The pairs `changed` can affect, evaluated with it (pair key -> connects)."""
         view = self.view(changed)
-        out = dict(self.expected)
         redo: set[Any] = set()
         for name, policy in changed.items():
             pods = self.selected(name, policy)
@@ -101,12 +109,14 @@ class Evaluator:
             for end in self._ends(name, policy):
                 for pod in pods:
                     redo.update(self.as_end.get((pod, end), ()))
-        for pair in redo:
-            out[pair.key] = connects(view, pair)
-        return out
+        return {pair.key: connects(view, pair) for pair in redo}
+
+    def actual(self, changed: Mapping[str, dict[str, Any]]) -> dict[str, bool]:
+        return {**self.expected, **self._redone(changed)}
 
     def mismatches(self, changed: Mapping[str, dict[str, Any]]) -> list[str]:
-        return mismatches(self.expected, self.actual(changed))
+        redone = self._redone(changed)
+        return mismatches({k: self.expected[k] for k in redone}, redone)
 
     def at_dns(self, changed: Mapping[str, dict[str, Any]], keys: Iterable[str]) -> list[str]:
         """Which of the pairs `keys` fail at their DNS lookup with `changed`, sorted."""

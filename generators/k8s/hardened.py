@@ -197,15 +197,18 @@ def add_ingress(app: MicroApp, policies: Policies) -> list[Candidate]:
 
 # -- CP --------------------------------------------------------------------------------------
 def _numbers(app: MicroApp, target: Workload | None, old: int) -> list[tuple[str, int]]:
-    """(variant, number) of wrong port numbers people write for `old`."""
+    """(variant, number) of wrong port numbers people write for `old`: the Service's port,
+    one off, a port of a workload `target` talks to, a typo."""
     found: dict[int, str] = {}
     if target is not None and target.service_port not in (None, old):
         found[target.service_port] = "service_port"
     for n in (old + 1, old - 1):
         found.setdefault(n, "off_by_one")
-    for w in app.app_workloads:
-        if w.ports and w.service_port is not None:
-            found.setdefault(w.ports[0].number, "other_service")
+    if target is not None:
+        near = {c.target for c in target.calls} | {w.name for w in app.callers(target.name)}
+        for w in (app.by_name[n] for n in sorted(near)):
+            if w.ports and w.service_port is not None:
+                found.setdefault(w.ports[0].number, "other_service")
     for n in sorted(typos(old)):
         found.setdefault(n, "typo")
     return sorted((v, n) for n, v in found.items() if n != old and 1 <= n <= 65535)
