@@ -202,6 +202,17 @@ def test_the_data_plane_agrees_with_the_evaluator_on_a_generated_cluster():
     singles = K8sQueryGenerator().singles_for(spec)
     rng = random.Random(16)
     with EmulatedCluster(spec.objects(), spec.intended()) as cluster:
+        # Every pod knows every address of its cluster by a permanent neighbour entry, so
+        # a host whose (shared) neighbour table is full cannot turn a probe into "blocked".
+        topology = cluster._plane.topology
+        for ns, ip in zip(topology.pods, topology.ips, strict=True):
+            shown = subprocess.run(
+                ["ip", "-n", ns, "neigh", "show", "nud", "permanent"],
+                capture_output=True, text=True, check=True,
+            ).stdout  # fmt: skip
+            assert {line.split()[0] for line in shown.splitlines()} == (
+                {*topology.ips, "10.244.0.1"} - {ip}
+            )
         for round_ in range(24):
             if round_ % 2:
                 policies = _random_policies(spec, rng)

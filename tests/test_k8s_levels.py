@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 from collections import Counter
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from emulators.k8s.policy import matrix, view_from_objects
@@ -21,6 +24,8 @@ from generators.k8s.faults import combos
 from generators.k8s.generator import K8sQueryGenerator, masked
 from pipeline.config import compose
 from pipeline.core import Outcome, canonical_json
+from pipeline.generate import generate
+from pipeline.records import read_shard
 from pipeline.variants import variant_of
 from tests.test_k8s_probes import _oracle_steps
 
@@ -127,6 +132,40 @@ def test_failure_weights_draw_more_of_what_failed(generator, level):
     assert again == [q.ground_truth_json() + q.prompt for q in aimed]  # same weights, same bytes
     unweighted = [q.key for q in generator.generate(level, 0, 10, weights=None)]
     assert unweighted == [q.key for q in generator.generate(level, 0, 10)]
+
+
+def test_failure_driven_generation_from_a_recorded_run(tmp_path):
+    """The generate stage with `focus.results` (an earlier run's episodes, here synthetic:
+    every AE query failed, nothing else did) draws mostly AE, records the weights in every
+    row, and gives the same bytes again."""
+    earlier = tmp_path / "earlier" / "results" / "episodes" / "synthetic"
+    earlier.mkdir(parents=True)
+    rows = [
+        {
+            "app": "k8s",
+            "level": 1,
+            "model": "m",
+            "agent": "a",
+            "operation": op,
+            "correct": op != "AE",
+        }
+        for op in ("RI", "AI", "CP", "CPR", "AE")
+        for _ in range(4)
+    ]
+    pq.write_table(pa.Table.from_pylist(rows), earlier / "part-0.parquet")
+    shards = []
+    for run in ("one", "two"):
+        cfg = compose(
+            ["app=k8s", "agent=oracle", "level=1", "queries=25", f"data_dir={tmp_path / run}",
+             f"focus.results={tmp_path / 'earlier'}"]
+        )  # fmt: skip
+        shards.append(read_shard("queries", generate(cfg)).to_pylist())
+    mix = Counter(row["operation"] for row in shards[0])
+    assert mix["AE"] > 15 and mix["AE"] == max(mix.values())  # uniform: 5 of 25
+    focus = json.loads(shards[0][0]["focus"])
+    assert focus["weights"]["AE"] > 10 * focus["weights"]["RI"]
+    strip = ("query_id", "prompt", "ground_truth", "query_key", "operation", "focus")
+    assert [[r[k] for k in strip] for r in shards[0]] == [[r[k] for k in strip] for r in shards[1]]
 
 
 def test_capacity_of_the_new_levels_and_of_a_size_class():
