@@ -23,7 +23,7 @@ class K8sConfig:
     # Application size class (SIZES); None: Online Boutique (medium) at levels 1-3, every
     # size class of the generated applications at levels 4 and 5.
     size: str | None = None
-    max_live_clusters: int = operational(2)  # emulated clusters kept up between episodes
+    max_live_clusters: int = operational(9)  # emulated clusters kept up between episodes
 
     def validate(self) -> None:
         """Raise ConfigError naming the first wrong key (called when configs are composed)."""
