@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from analysis.views import connect
-from emulators.k8s.policy import allowed, mismatches
+from emulators.k8s.policy import allowed, matrix, mismatches, view_from_objects
 from emulators.k8s.probes import PROBE_PORT
 from generators.k8s.callgraph import EXCLUDED_CIDR, EXTERNAL_CIDR
 from generators.k8s.clusters import generated_cluster
@@ -123,6 +123,23 @@ def test_every_widened_rule_that_opens_a_connection_is_seen(size, variant):
     assert opened >= 60 and seen == opened
 
 
+def test_the_evaluators_shortcuts_give_the_full_matrix():
+    """Evaluator.actual re-evaluates only the pairs a change can affect, on a view that
+    reuses the base view's memos; it equals the whole matrix evaluated afresh."""
+    spec = generated_cluster("large", 2)
+    ev = Evaluator(spec)
+    singles = K8sQueryGenerator().singles_for(spec)
+    rng = random.Random(7)
+    for _ in range(12):
+        changed = {}
+        for kind in rng.sample(KINDS, 3):
+            single = rng.choice(singles.of_kind(kind))
+            changed[single.name] = single.policy
+        fresh = view_from_objects([*spec.objects(), *ev.view(changed).policies])
+        assert ev.actual(changed) == matrix(fresh, ev.pairs)
+        assert ev.mismatches(changed) == mismatches(ev.expected, matrix(fresh, ev.pairs))
+
+
 def _random_policies(spec, rng: random.Random) -> list[dict]:
     """The intended policies with three workloads' rules rewritten at random, with the
     features of generated applications: namespaceSelectors (labels, In, NotIn, Exists),
@@ -213,6 +230,8 @@ def test_the_data_plane_agrees_with_the_evaluator_on_a_generated_cluster():
             assert {line.split()[0] for line in shown.splitlines()} == (
                 {*topology.ips, "10.244.0.1"} - {ip}
             )
+        # DNS's own port is probed (the DNS pod's socket echoes a probe, answers a query).
+        assert any(p.key.endswith(">pod/kube-dns:53/UDP") for p in cluster.pairs)
         for round_ in range(24):
             if round_ % 2:
                 policies = _random_policies(spec, rng)
@@ -229,8 +248,6 @@ def test_the_data_plane_agrees_with_the_evaluator_on_a_generated_cluster():
 
 
 def matrix_of(cluster) -> dict[str, bool]:
-    from emulators.k8s.policy import matrix
-
     return matrix(cluster.view(), cluster.pairs)
 
 

@@ -20,11 +20,14 @@ for Online Boutique. The mistakes are the ones multi-namespace policies invite:
       5353, the partner on 8443, StatsD on 8126 or 9125, Prometheus' `metrics` port as
       9100 or `http-metrics`.
   CPR a protocol is wrong: TCP written UDP or SCTP (ingress, egress, a named port), the
-      StatsD collector's UDP written TCP, DNS allowed over TCP only.
+      StatsD collector's UDP written TCP, DNS allowed over TCP only, an open egress
+      narrowed to one protocol (hardened_egress.py).
   AE  an egress rule is missing or broken: a callee's rule dropped, its peer without the
-      namespaceSelector or under a `name:` label, the DNS rule dropped or without its
-      namespaceSelector, the partner rule dropped or its `except` grown over the partner,
-      the StatsD rule dropped, Prometheus' scrape list missing a namespace.
+      namespaceSelector or under a `name:` label, the DNS rule dropped or broken, the
+      partner rule dropped or its `except` grown over the partner, the StatsD rule
+      dropped, Prometheus' scrape list missing a namespace; an open egress locked down
+      where it was not meant to be, or locked down without DNS or a callee, with a
+      callee's Service port, or to one peer (hardened_egress.py).
 """
 
 from __future__ import annotations
