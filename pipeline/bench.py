@@ -163,6 +163,14 @@ def bench_k8s(data: Path) -> dict[str, Any]:
     return bench.run_all()
 
 
+def bench_k8s_levels(data: Path) -> dict[str, Any]:
+    """k8s levels: prompt tokens per level; generating 100 queries of levels 4 and 5 and
+    playing the oracle on them (live clusters; needs root). Not in `make bench`."""
+    from generators.k8s import bench
+
+    return bench.run_levels()
+
+
 def bench_analysis(data: Path) -> dict[str, Any]:
     """DuckDB summary over 1,000,000 episode rows; the report for the default sweep."""
     from analysis.bench import bench
@@ -254,6 +262,7 @@ BENCHMARKS: dict[str, Bench] = {
     "routing": bench_routing,
     "analysis": bench_analysis,
     "k8s": bench_k8s,
+    "k8s_levels": bench_k8s_levels,
     "malt": bench_malt,
     "malt_verdicts": bench_malt_verdicts,
     "malt_plans": bench_malt_plans,

@@ -249,10 +249,16 @@ def test_queries_are_seeded_and_validated(generator, level):
 
 
 def test_bad_level_and_config():
-    with pytest.raises(ConfigError, match="level=4"):
-        next(K8sQueryGenerator().generate(4, 0, 1))
+    with pytest.raises(ConfigError, match="level=6"):
+        next(K8sQueryGenerator().generate(6, 0, 1))
     with pytest.raises(ConfigError, match=r"app\.max_turns"):
         K8sConfig(max_turns=0).validate()
+    with pytest.raises(ConfigError, match=r"app\.faults .*'remove_egress' is not one"):
+        K8sConfig(faults=["remove_egress"]).validate()
+    with pytest.raises(ConfigError, match=r"app\.faults"):
+        K8sConfig(faults=[]).validate()
+    with pytest.raises(ConfigError, match=r"app\.size must be null or one of small, medium, large"):
+        K8sConfig(size="huge").validate()
 
 
 @pytest.mark.parametrize(
@@ -364,7 +370,7 @@ def test_app_protocol_reply_format_and_few_shot():
     from pipeline.core import App
 
     app = K8sApp(K8sConfig())
-    assert isinstance(app, App) and (app.name, app.version) == ("k8s", "3")
+    assert isinstance(app, App) and (app.name, app.version) == ("k8s", "4")
     assert app.reply_format.check(app.reply_format.example) is None
     assert app.reply_format.check("no command here") is not None
     for _, reply in app.few_shot:

@@ -14,7 +14,7 @@ import pytest
 from emulators.k8s.policy import matrix, mismatches, probe_pairs, view_from_objects
 from emulators.k8s.probes import PROBE_PORT, probe_set
 from generators.k8s import boutique, scoring
-from generators.k8s.generator import K8sQueryGenerator, _apply_oracle
+from generators.k8s.generator import Evaluator, K8sQueryGenerator, _apply_oracle
 from generators.k8s.prompt import report
 from pipeline.core import Outcome, Query, StepResult, StepStatus
 
@@ -126,17 +126,21 @@ def generator():
     return K8sQueryGenerator()
 
 
-def _oracle_steps(generator: K8sQueryGenerator, query: Query) -> list[StepResult]:
-    """The oracle's commands as steps, their evidence from the evaluator."""
+def _oracle_steps(
+    generator: K8sQueryGenerator, query: Query, ev: Evaluator | None = None
+) -> list[StepResult]:
+    """The oracle's commands as steps, their evidence from the evaluator (Online
+    Boutique's unless `ev` is another cluster's)."""
+    ev = ev or generator.evaluator
     gt = query.ground_truth
     faulted = {p["metadata"]["name"]: p for p in gt["policies"]}
-    policies = [faulted.get(p["metadata"]["name"], p) for p in generator.intended]
+    policies = [faulted.get(p["metadata"]["name"], p) for p in ev.intended]
     steps, before = [], gt["mismatches"]
     for turn in range(1, len(gt["oracle"]) + 1):
         now = _apply_oracle(policies, gt["oracle"][:turn])
-        changed = generator.evaluator.changed({p["metadata"]["name"]: p for p in now})
-        after = generator.evaluator.mismatches(changed)
-        evidence = {"mismatches_before": before, "mismatches_after": after, "probed": len(PROBES)}
+        changed = ev.changed({p["metadata"]["name"]: p for p in now})
+        after = ev.mismatches(changed)
+        evidence = {"mismatches_before": before, "mismatches_after": after, "probed": len(ev.pairs)}
         steps.append(StepResult(gt["oracle"][turn - 1], StepStatus.OK, "", evidence))
         before = after
     return steps

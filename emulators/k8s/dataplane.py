@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import resource
 import select
 import socket
 import struct
@@ -40,6 +41,8 @@ CONNECT_TIMEOUT_S = 2.0
 ATTEMPTS = 5  # 0.3 + 0.6 + 1.2 + 2.4 + 4.8 s of DNS, 2 + ... + 32 s of connects at most
 UNANSWERED = ("dns: no answer", "no answer")  # reasons that are not verdicts
 ECHO = b"netgauge-probe"
+SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)  # root may pass net.core.rmem_max
+UDP_BUFFER = 4 << 20
 _LINGER_RESET = struct.pack("ii", 1, 0)
 
 Reason = str  # "" (connected) | "dns" | "refused" | one of UNANSWERED
@@ -106,6 +109,11 @@ class DataPlane:
         self.attempts: list[int] = []  # probes asked per attempt, of the last probe()
 
     def start(self, view: View, probes: Sequence[Pair] = ()) -> None:
+        # A probe holds a socket per pair at once (over a thousand in a large cluster) and
+        # the listeners stay open: raise this process's soft open-file limit to its hard one.
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft < hard:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
         self.topology.build()
         try:
             for name in self.order:
@@ -133,6 +141,12 @@ class DataPlane:
         kind = socket.SOCK_STREAM if proto == "TCP" else socket.SOCK_DGRAM
         sock = self.topology.socket_in(self.index[name], kind)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if proto != "TCP":
+            # Every source's lookup reaches the DNS socket at once (hundreds in a large
+            # cluster): the default receive buffer holds about a hundred datagrams and
+            # drops the rest, which then cost a second attempt. A per-socket setting.
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, UDP_BUFFER)
         sock.setblocking(False)
         sock.bind(("0.0.0.0", port))
         if proto == "TCP":
@@ -213,7 +227,10 @@ class DataPlane:
                         break
                     except OSError:  # an ICMP error of an earlier echo; not a datagram
                         continue
-                    reply = dns_answer(data, self._dns_table) if sock in self._dns else data
+                    # The DNS pod's socket answers queries, and echoes a pod probe of
+                    # port 53 as any UDP listener does.
+                    is_query = sock in self._dns and data != ECHO
+                    reply = dns_answer(data, self._dns_table) if is_query else data
                     if reply is not None:
                         # OSError: the answer was refused on its way; the source waits.
                         with contextlib.suppress(OSError):

@@ -3,9 +3,11 @@ namespace per pod wired to it by a veth pair, and nothing in the root namespace.
 
 Names: `ngkk<pid:x>x<instance>-node` and `ngkk<pid:x>x<instance>-<pod index>`; inside the
 node namespace the bridge is `br0` and pod i's end of its pair is `v<i>`; inside a pod the
-other end is `eth0`. The API server listens in `ngkk<pid:x>x<instance>-api`, a namespace
-holding only a loopback, which is where the agent's kubectl runs: it reaches its own
-cluster's API server and nothing else. `cleanup_stale()` deletes `ngkk*` namespaces whose
+other end is `eth0`, with MAC `pod_mac(i)`, and every pod holds permanent neighbour
+entries for the cluster's addresses (the kernel's neighbour table limit is host-wide).
+The API server listens in `ngkk<pid:x>x<instance>-api`, a namespace holding only a
+loopback, which is where the agent's kubectl runs: it reaches its own cluster's API
+server and nothing else. `cleanup_stale()` deletes `ngkk*` namespaces whose
 owning pid is gone. Sockets are opened inside a namespace with setns(2) on the calling
 thread only.
 """
@@ -32,6 +34,7 @@ PREFIX = "ngkk"  # k8s app; other features use other prefixes
 NETNS_DIR = Path("/run/netns")
 CLEANUP_LOCK = Path("/run/netgauge/k8s/cleanup.lock")  # serialises cleanup_stale across jobs
 GATEWAY = "10.244.0.1"
+GATEWAY_MAC = "02:6e:67:ff:ff:01"  # locally administered, fixed: the bridge's
 PREFIX_LEN = 24
 CLONE_NEWNET = 0x40000000
 _NAME = re.compile(rf"^{PREFIX}([0-9a-f]+)x(\d+)-")
@@ -80,6 +83,11 @@ def run_parallel(jobs: Sequence[tuple[Sequence[str], str]], timeout: float = 20.
             failures.append(f"`{' '.join(cmd)}` exited {proc.returncode}: {err.strip()[:300]}")
     if failures:
         raise EnvironmentFailure(failures[0])
+
+
+def pod_mac(index: int) -> str:
+    """The (locally administered) MAC address of pod `index`'s eth0."""
+    return f"02:6e:67:00:{index >> 8 & 0xFF:02x}:{index & 0xFF:02x}"
 
 
 def cleanup_stale() -> list[str]:
@@ -179,17 +187,26 @@ class Topology:
             _run(["ip", "-batch", "-"], "".join(f"netns add {n}\n" for n in names))
             node = [
                 "link add br0 type bridge",
+                f"link set br0 address {GATEWAY_MAC}",
                 f"addr add {GATEWAY}/{PREFIX_LEN} dev br0",
                 "link set br0 up",
                 "link set lo up",
             ]
             for i, ns in enumerate(self.pods):
                 node += [
-                    f"link add v{i} type veth peer name eth0 netns {ns}",
+                    f"link add v{i} type veth peer name eth0 address {pod_mac(i)} netns {ns}",
                     f"link set v{i} master br0",
                     f"link set v{i} up",
                 ]
             _run(["ip", "-n", self.node, "-batch", "-"], "\n".join(node) + "\n")
+            # Every pod knows every address of its cluster by a permanent neighbour entry.
+            # The kernel's neighbour table is one for all namespaces, and its limit
+            # (net.ipv4.neigh.default.gc_thresh3, 1024 by default: host-wide, not ours to
+            # raise) is soon met by clusters of a few dozen pods that all talk to each
+            # other: past it, a new connection fails at the source and a probe would read
+            # as blocked. Permanent entries do not count against it.
+            neighbours = [(GATEWAY, GATEWAY_MAC)]
+            neighbours += [(ip, pod_mac(i)) for i, ip in enumerate(self.ips)]
             jobs = []
             for ns, ip in zip(self.pods, self.ips, strict=True):
                 cmds = [
@@ -197,6 +214,11 @@ class Topology:
                     f"addr add {ip}/{PREFIX_LEN} dev eth0",
                     "link set eth0 up",
                     f"route add default via {GATEWAY}",
+                    *(
+                        f"neigh replace {other} lladdr {mac} dev eth0 nud permanent"
+                        for other, mac in neighbours
+                        if other != ip
+                    ),
                 ]
                 jobs.append((["ip", "-n", ns, "-batch", "-"], "\n".join(cmds) + "\n"))
             run_parallel(jobs)

@@ -13,6 +13,7 @@ Service; emulators/k8s/probes.py derives them) must pass the same two policy che
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from collections.abc import Iterable, Mapping
@@ -76,9 +77,33 @@ class View:
     namespaces: dict[str, Mapping[str, str]]  # namespace -> labels
     services: dict[tuple[str, str], ServiceInfo]  # (namespace, name)
     policies: list[dict[str, Any]] = field(default_factory=list)
+    # Memos: (pod name, "Ingress"/"Egress") -> the policies isolating it that way, and a
+    # Service's endpoint. A View is not changed once queried (evaluators build a new one
+    # per policy set), so they stay true.
+    _isolating: dict[tuple[str, str], list[dict[str, Any]]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+    _endpoints: dict[tuple[str, str], PodInfo | None] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+
+    def isolating(self, pod: PodInfo, kind: str) -> list[dict[str, Any]]:
+        """The policies that select `pod` and have `kind` among their policyTypes."""
+        key = (pod.name, kind)
+        found = self._isolating.get(key)
+        if found is None:
+            found = [p for p in self.policies if selects(p, pod) and kind in policy_types(p)]
+            self._isolating[key] = found
+        return found
 
     def endpoint(self, namespace: str, name: str) -> PodInfo | None:
         """The pod a Service's ClusterIP is translated to (first selected pod by name)."""
+        key = (namespace, name)
+        if key not in self._endpoints:
+            self._endpoints[key] = self._endpoint(namespace, name)
+        return self._endpoints[key]
+
+    def _endpoint(self, namespace: str, name: str) -> PodInfo | None:
         svc = self.services.get((namespace, name))
         if svc is None or not svc.selector:
             return None
@@ -118,15 +143,25 @@ def parse_cidr(text: Any) -> ipaddress.IPv4Network | ipaddress.IPv6Network | Non
     """The network of a CIDR as kube-apiserver accepts it (host bits may be set), else None."""
     if not isinstance(text, str) or not _CIDR.fullmatch(text):
         return None
+    return _network(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _network(text: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network | None:
     try:
         return ipaddress.ip_network(text, strict=False)
     except ValueError:
         return None
 
 
+@functools.lru_cache(maxsize=4096)
+def _address(ip: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    return ipaddress.ip_address(ip)
+
+
 def ip_in_block(ip: str, block: Mapping[str, Any]) -> bool:
     """Whether `ip` is in an ipBlock (an IPv6 block holds no IPv4 address, and vice versa)."""
-    addr = ipaddress.ip_address(ip)
+    addr = _address(ip)
     cidr = parse_cidr(block.get("cidr"))
     excepts = [parse_cidr(e) for e in block.get("except") or []]
     if cidr is None or None in excepts or addr not in cidr:
@@ -176,7 +211,7 @@ def _direction_allows(
     """`selected` is the pod whose policies decide; `other` the peer; ports are `dest`'s."""
     kind, peers_key = ("Ingress", "from") if direction == "ingress" else ("Egress", "to")
     dest = selected if direction == "ingress" else other
-    isolating = [p for p in view.policies if selects(p, selected) and kind in policy_types(p)]
+    isolating = view.isolating(selected, kind)
     if not isolating:
         return True
     for policy in isolating:

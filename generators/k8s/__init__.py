@@ -1,9 +1,14 @@
-"""The k8s app: NetworkPolicy troubleshooting on Online Boutique with the real kubectl.
+"""The k8s app: NetworkPolicy troubleshooting with the real kubectl, on Online Boutique and on
+generated microservice applications.
 
-Modules: boutique (the cluster objects and intended policies), faults (seeded fault
-injection and the oracle's repair), generator (validated queries per level, keyed by the
-faulted policies), capacity (how many distinct queries each level holds), prompt (what
-the agent is told), reply (parsing an agent's reply into one kubectl command), scoring
+Modules: boutique (Online Boutique's objects and intended policies), callgraph and
+manifests (seeded applications of three size classes, and their hardened policies),
+clusters (the clusters queries run on), faults (levels, fault injection and the oracle's
+repair) with mistakes (Online Boutique's fault families), hardened, hardened_egress and
+rule_edits (a generated application's), singles (its single faults), evaluator (the pure
+probe evaluator), generator (validated queries per level, keyed by the faulted policies),
+capacity and counting (how many distinct queries each level holds), prompt (what the
+agent is told), reply (parsing an agent's reply into one kubectl command), scoring
 (correct and safe from recorded steps), config, app (the pipeline.core.App), bench
 (timings). The environment itself is emulators/k8s.
 """
@@ -11,6 +16,8 @@ the agent is told), reply (parsing an agent's reply into one kubectl command), s
 from pipeline.registry import AppSpec
 
 # 2: distinct keys per seed slot, wider faults. 3: pod probes of what must stay closed
-# (and open) beside the Services' ports, DNS failures in reports, probes retried.
-APP_VERSION = "3"
+# (and open) beside the Services' ports, DNS failures in reports, probes retried. 4: levels
+# 4 and 5 on generated multi-namespace applications, the `faults` and `size` knobs,
+# failure-driven weights; levels 1-3 on Online Boutique draw the same queries as in 3.
+APP_VERSION = "4"
 APP = AppSpec(kind="k8s", app=".app:K8sApp", config=".config:K8sConfig", version=APP_VERSION)

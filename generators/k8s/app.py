@@ -1,8 +1,9 @@
 """`K8sApp`: NetworkPolicy troubleshooting behind pipeline.core.App.
 
-One environment = one emulated cluster (emulators/k8s) brought up once; each episode
-resets it to the intended objects with the query's faulted policies, checks that the
-real packets show exactly the query's mismatches (and DNS failures), then runs one
+One environment = the emulated clusters (emulators/k8s) of the applications its queries
+run on (Online Boutique, generated ones), each brought up when first needed; each episode
+resets its query's cluster to the intended objects with the faulted policies, checks that
+the real packets show exactly the query's mismatches (and DNS failures), then runs one
 kubectl command per turn. After every step, whatever became of the command (done,
 failed, stopped at its time limit, refused, or a reply that did not parse), the data
 plane is probed again and the step's evidence and report are what it measured: the
@@ -13,15 +14,17 @@ mismatching probes, which of them failed at DNS, and how many were probed. That 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from emulators.k8s.kubectl import Refused, check, parse
 from emulators.k8s.policy import mismatches
-from generators.k8s import APP_VERSION, boutique, scoring
+from generators.k8s import APP_VERSION, scoring
 from generators.k8s.capacity import K8sCapacity, cached_capacity
+from generators.k8s.clusters import ClusterSpec, boutique_cluster, cluster_of
 from generators.k8s.config import K8sConfig, validate_config
 from generators.k8s.faults import LEVELS
 from generators.k8s.generator import K8sQueryGenerator
@@ -155,59 +158,80 @@ class K8sEpisode:
 
 
 class K8sEnvironment:
-    """The emulated cluster, from enter to exit."""
+    """The emulated clusters, from enter to exit: one per application the queries run on,
+    built when first needed; the `max_live_clusters` most recently used stay up."""
 
     def __init__(self, app: K8sApp) -> None:
         self._app = app
-        self._cluster: Any = None
+        self._clusters: OrderedDict[str, Any] = OrderedDict()  # env key -> cluster
+        self._entered = False
 
     def __enter__(self) -> K8sEnvironment:
-        from emulators.k8s.cluster import EmulatedCluster  # only when episodes are played
-
-        cfg = self._app.cfg
-        self._cluster = EmulatedCluster(
-            boutique.cluster_objects(),
-            boutique.intended_policies(),
-            timeout_s=cfg.kubectl_timeout_s,
-            output_bytes=cfg.output_bytes,
-        ).__enter__()
+        self._entered = True
         return self
 
     def __exit__(self, *exc: object) -> None:
-        cluster, self._cluster = self._cluster, None
-        if cluster is not None:
+        self._entered = False
+        while self._clusters:
+            _, cluster = self._clusters.popitem()
             cluster.close()
+
+    def cluster_for(self, spec: ClusterSpec) -> Any:
+        """The running cluster of `spec`, brought up (and the least recently used one
+        stopped, past `max_live_clusters`) when it is not up."""
+        if not self._entered:
+            raise EnvironmentFailure("K8sEnvironment used outside its `with` block")
+        if spec.env_key in self._clusters:
+            self._clusters.move_to_end(spec.env_key)
+            return self._clusters[spec.env_key]
+        from emulators.k8s.cluster import EmulatedCluster  # only when episodes are played
+
+        while len(self._clusters) >= self._app.cfg.max_live_clusters:
+            _, old = self._clusters.popitem(last=False)
+            old.close()
+        cfg = self._app.cfg
+        cluster = EmulatedCluster(
+            spec.objects(),
+            spec.intended(),
+            timeout_s=cfg.kubectl_timeout_s,
+            output_bytes=cfg.output_bytes,
+        ).__enter__()
+        self._clusters[spec.env_key] = cluster
+        return cluster
 
     @contextmanager
     def episode(self, query: Query) -> Iterator[K8sEpisode]:
-        if self._cluster is None:
-            raise EnvironmentFailure("K8sEnvironment.episode() called outside its `with` block")
-        if query.env_key != self._app.generator().env_key:
+        gt = query.ground_truth
+        spec = cluster_of(gt)
+        if query.env_key != spec.env_key:
             raise DataError(
                 f"query {query.query_id} was generated for cluster {query.env_key!r}, but this "
-                f"app version builds {self._app.generator().env_key!r}; regenerate the queries"
+                f"app version builds {spec.env_key!r}; regenerate the queries"
             )
-        gt = query.ground_truth
-        probes = {p.key for p in self._cluster.pairs}
+        cluster = self.cluster_for(spec)
+        probes = {p.key for p in cluster.pairs}
         if set(gt["expected"]) != probes or "blocked_at_dns" not in gt:
             raise DataError(
                 f"query {query.query_id} judges {len(gt['expected'])} probes, but this app "
                 f"version probes {len(probes)}; regenerate the queries"
             )
         faulted = {p["metadata"]["name"]: p for p in gt["policies"]}
-        policies = [faulted.get(p["metadata"]["name"], p) for p in boutique.intended_policies()]
-        self._cluster.reset(policies)
-        found, dns, _ = measure(self._cluster, gt["expected"])
+        policies = [faulted.get(p["metadata"]["name"], p) for p in spec.intended()]
+        cluster.reset(policies)
+        found, dns, _ = measure(cluster, gt["expected"])
         if (found, dns) != (gt["mismatches"], gt["blocked_at_dns"]):
             raise EnvironmentFailure(
                 f"{query.query_id}: the data plane shows mismatches {found} (at DNS: {dns}), "
                 f"the oracle expects {gt['mismatches']} (at DNS: {gt['blocked_at_dns']})"
             )
-        yield K8sEpisode(query, self._cluster, self._app.cfg.max_turns)
+        yield K8sEpisode(query, cluster, self._app.cfg.max_turns)
 
     @property
     def cluster(self) -> Any:
-        return self._cluster
+        """The most recently used cluster (Online Boutique's, brought up, if none is)."""
+        if not self._clusters:
+            return self.cluster_for(boutique_cluster())
+        return next(reversed(self._clusters.values()))
 
 
 class K8sApp:
@@ -229,13 +253,29 @@ class K8sApp:
 
     def generator(self) -> K8sQueryGenerator:
         if self._generator is None:
-            self._generator = K8sQueryGenerator(self.name, self.cfg.max_turns, self.capacity)
+            self._generator = K8sQueryGenerator(
+                self.name,
+                self.cfg.max_turns,
+                self.capacity,
+                faults=self.cfg.faults,
+                size=self.cfg.size,
+            )
         return self._generator
 
     def generate(
-        self, level: int, seed: int, count: int, *, allow_repeats: bool = False
+        self,
+        level: int,
+        seed: int,
+        count: int,
+        *,
+        allow_repeats: bool = False,
+        weights: Mapping[str, float] | None = None,
     ) -> Iterator[Query]:
-        return self.generator().generate(level, seed, count, allow_repeats=allow_repeats)
+        """`count` queries; `weights` (operation label -> weight) draws fault combinations
+        by an earlier run's failures instead of in turn (pipeline/focus.py)."""
+        return self.generator().generate(
+            level, seed, count, allow_repeats=allow_repeats, weights=weights
+        )
 
     def capacity(self, level: int) -> Capacity:
         """Distinct queries of `level` (generators/k8s/capacity.py), cached on disk."""
@@ -244,8 +284,7 @@ class K8sApp:
                 f"level={level} is not defined for k8s; choose one of {sorted(LEVELS)}"
             )
         if self._counter is None:
-            evaluator = self._generator.evaluator if self._generator is not None else None
-            self._counter = K8sCapacity(evaluator)
+            self._counter = K8sCapacity(generator=self.generator())
         return cached_capacity(level, self._counter, self.cache_dir)
 
     def environment(self) -> K8sEnvironment:

@@ -6,12 +6,18 @@ change <= 0.1 s, reset between episodes <= 0.3 s. `episode_s` is one oracle epis
 the pipeline plays it (reset, the check that the data plane shows the query's
 mismatches, each command with the probes after it), the median over queries of every
 level; `step_probe_s` is the probing of one step within it.
+
+`run_levels` (`python -m pipeline.bench --only k8s_levels`) sizes the levels: prompt
+tokens per level (≈ characters / 4, the usual rule of thumb for English text and JSON
+under BPE tokenizers; the report lines dominate), and, for levels 4 and 5, the time to
+generate 100 queries and to play the oracle on them on live clusters.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import math
 import statistics
 import time
 from typing import Any
@@ -85,6 +91,44 @@ def run_all(repeats: int = 5) -> dict[str, Any]:
     }
     figures.update(_episodes(EPISODES_PER_LEVEL))
     figures.update({f"target_{k}": v for k, v in TARGETS.items()})
+    return figures
+
+
+def tokens(text: str) -> int:
+    """An approximate token count: one token per four characters."""
+    return math.ceil(len(text) / 4)
+
+
+def run_levels(count: int = 100, levels: tuple[int, ...] = (4, 5)) -> dict[str, Any]:
+    """Prompt sizes of every level; generation and oracle time of `count` queries of each
+    of `levels` (wall and CPU seconds; the oracle on live clusters, as root)."""
+    figures: dict[str, Any] = {"queries_per_level": count, "token_rule": "ceil(chars / 4)"}
+    app = K8sApp(K8sConfig())
+    generated: dict[int, list[Any]] = {}
+    for level in (1, 2, 3, *levels):
+        wall, cpu = time.perf_counter(), time.process_time()
+        queries = list(app.generate(level, 0, count))
+        if level in levels:
+            figures[f"L{level}_generate_s"] = round(time.perf_counter() - wall, 2)
+            figures[f"L{level}_generate_cpu_s"] = round(time.process_time() - cpu, 2)
+            generated[level] = queries
+        sizes = sorted(tokens(q.prompt) for q in queries)
+        figures[f"L{level}_prompt_tokens_median"] = sizes[len(sizes) // 2]
+        figures[f"L{level}_prompt_tokens_p90"] = sizes[int(len(sizes) * 0.9)]
+        figures[f"L{level}_prompt_tokens_max"] = sizes[-1]
+        figures[f"L{level}_probes_median"] = sorted(
+            len(q.ground_truth["expected"]) for q in queries
+        )[len(queries) // 2]
+    for level, queries in generated.items():
+        wall = time.perf_counter()
+        ok = 0
+        with app.environment() as env:
+            for query in queries:
+                verdict = app.score(query, play_oracle(app, env, query).steps)
+                ok += verdict.correct and verdict.safe
+        figures[f"L{level}_oracle_s"] = round(time.perf_counter() - wall, 1)
+        figures[f"L{level}_oracle_correct_and_safe"] = ok
+        figures[f"L{level}_clusters"] = len({q.env_key for q in queries})
     return figures
 
 

@@ -63,7 +63,7 @@ def pod_name(workload: str) -> str:
     return f"{workload}-{_suffix(workload + '/rs', 10)}-{_suffix(workload + '/pod', 5)}"
 
 
-def _namespace(name: str) -> dict[str, Any]:
+def namespace_object(name: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Namespace",
@@ -73,7 +73,7 @@ def _namespace(name: str) -> dict[str, Any]:
     }
 
 
-def _container(name: str, image: str, ports: list[dict[str, Any]]) -> dict[str, Any]:
+def container(name: str, image: str, ports: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {"name": name, "image": image, "imagePullPolicy": "IfNotPresent"}
     if ports:
         out["ports"] = ports
@@ -81,7 +81,7 @@ def _container(name: str, image: str, ports: list[dict[str, Any]]) -> dict[str, 
     return out
 
 
-def _workload_objects(
+def workload_objects(
     name: str, ns: str, ip: str, container: dict[str, Any]
 ) -> list[dict[str, Any]]:
     labels = {"app": name}
@@ -136,24 +136,28 @@ def _service(name: str, ns: str, ip: str, port: int, target: int, pname: str) ->
     }
 
 
+def dns_objects() -> list[dict[str, Any]]:
+    """kube-system's DNS: the `coredns` Deployment and Pod, the `kube-dns` Service."""
+    dns_port = {"name": "dns", "containerPort": 53, "protocol": "UDP"}
+    dns = container("coredns", "registry.k8s.io/coredns/coredns:v1.11.3", [dns_port])
+    objects = workload_objects("coredns", "kube-system", POD_CIDR_PREFIX + "2", dns)
+    for obj in objects:
+        obj["metadata"]["labels"]["app"] = "kube-dns"
+    objects[0]["spec"]["selector"]["matchLabels"] = {"app": "kube-dns"}
+    objects[0]["spec"]["template"]["metadata"]["labels"] = {"app": "kube-dns"}
+    objects.append(_service("kube-dns", "kube-system", DNS_CLUSTER_IP, 53, 53, "dns"))
+    return objects
+
+
 def cluster_objects() -> list[dict[str, Any]]:
     """Namespaces, Deployments, Pods and Services of the demo (no policies)."""
-    objects = [_namespace(NAMESPACE), _namespace("kube-system")]
-    dns_port = {"name": "dns", "containerPort": 53, "protocol": "UDP"}
-    dns = _container("coredns", "registry.k8s.io/coredns/coredns:v1.11.3", [dns_port])
-    dns_objects = _workload_objects("coredns", "kube-system", POD_CIDR_PREFIX + "2", dns)
-    for obj in dns_objects:
-        obj["metadata"]["labels"]["app"] = "kube-dns"
-    dns_objects[0]["spec"]["selector"]["matchLabels"] = {"app": "kube-dns"}
-    dns_objects[0]["spec"]["template"]["metadata"]["labels"] = {"app": "kube-dns"}
-    objects += dns_objects
-    objects.append(_service("kube-dns", "kube-system", DNS_CLUSTER_IP, 53, 53, "dns"))
+    objects = [namespace_object(NAMESPACE), namespace_object("kube-system"), *dns_objects()]
     for index, w in enumerate(SERVICES):
         ports = []
         if w.target is not None:
             ports = [{"name": w.port_name, "containerPort": w.target, "protocol": "TCP"}]
-        container = _container("server" if ports else "main", IMAGE.format(w.name), ports)
-        objects += _workload_objects(w.name, NAMESPACE, f"{POD_CIDR_PREFIX}{10 + index}", container)
+        box = container("server" if ports else "main", IMAGE.format(w.name), ports)
+        objects += workload_objects(w.name, NAMESPACE, f"{POD_CIDR_PREFIX}{10 + index}", box)
         if w.port is not None and w.target is not None:
             ip = f"10.96.{10 + index}.{(index * 37) % 200 + 20}"
             objects.append(_service(w.name, NAMESPACE, ip, w.port, w.target, w.port_name))

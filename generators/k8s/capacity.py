@@ -12,6 +12,10 @@ mismatch of one fault provably survives the other (it involves neither end of th
 policy's workload, whose policy alone changed) or, failing that, when the evaluator
 says so. Pairs of faults on the same policy are left out.
 
+Queries on generated applications (levels 4 and 5; levels 1-3 at a `size` other than
+Online Boutique's) are counted by counting.py. The `faults` and `size` knobs select the
+combinations and applications counted (and name the cache entry).
+
 The generator cycles through a level's combinations by index, so one seed can get as many
 queries as the first combination to run out allows (`balanced_per_seed`). Results are
 cached under the app's cache dir, keyed by the app version and the code they depend on.
@@ -30,16 +34,20 @@ from typing import Any
 
 from emulators.k8s import policy as policy_module
 from emulators.k8s import probes as probes_module
-from generators.k8s import APP_VERSION
-from generators.k8s import faults as faults_module
+from generators.k8s import APP_VERSION, counting
 from generators.k8s import generator as generator_module
-from generators.k8s import mistakes as mistakes_module
-from generators.k8s.faults import LEVELS, candidates, workload_policies
-from generators.k8s.generator import Evaluator, env_key, spec_digest
+from generators.k8s.clusters import catalog
+from generators.k8s.faults import candidates, workload_policies
+from generators.k8s.generator import Evaluator, K8sQueryGenerator, env_key, spec_digest
 from pipeline.capacity import Capacity, cached
 from pipeline.querygen import SEED_SLOTS, key_slot, query_key
 
 log = logging.getLogger(__name__)
+# The modules of this package validity and counts depend on (the capacity cache's key).
+PACKAGE_SOURCES = (
+    "boutique", "callgraph", "clusters", "counting", "evaluator", "faults", "generator",
+    "hardened", "hardened_egress", "manifests", "mistakes", "rule_edits", "singles",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -78,8 +86,11 @@ def _slots(keys: set[str]) -> list[int]:
 class K8sCapacity:
     """Counts on one evaluator, memoised per level."""
 
-    def __init__(self, evaluator: Evaluator | None = None) -> None:
-        self.ev = evaluator or Evaluator()
+    def __init__(
+        self, evaluator: Evaluator | None = None, generator: K8sQueryGenerator | None = None
+    ) -> None:
+        self.gen = generator or K8sQueryGenerator()
+        self.ev = evaluator or self.gen.evaluator
         self._singles: dict[str, list[Single]] | None = None
         self._levels: dict[int, Capacity] = {}
         self.evaluated = 0  # pairs that needed the evaluator
@@ -141,21 +152,57 @@ class K8sCapacity:
 
     def level(self, level: int) -> Capacity:
         if level not in self._levels:
-            self._levels[level] = self._compute(level)
+            if self.gen.uses_boutique(level):
+                self._levels[level] = self._compute(level)
+            else:
+                self._levels[level] = self._generated(level)
         return self._levels[level]
+
+    def _generated(self, level: int) -> Capacity:
+        """The generated applications' count (counting.py)."""
+        combos = self.gen.combos(level)
+        cycle = ["+".join(c) for c in combos]
+        apps = [
+            counting.counted(self.gen.singles_for(spec))
+            for size in self.gen.sizes(level)
+            for spec in catalog(size)
+        ]
+        by_op, per_slot = counting.level_counts(apps, combos, level)
+        single = all(len(c) == 1 for c in combos)
+        sizes = "/".join(self.gen.sizes(level))
+        how = (
+            f"{'exact' if single else 'measured'}: the {len(apps)} generated "
+            f"applications ({sizes}); observable single faults"
+            + (
+                ""
+                if single
+                else ", sets on distinct policies times the Wilson lower bound of the "
+                "sampled share without a risky pair"
+            )
+            + " (generators/k8s/counting.py)"
+        )
+        return Capacity(
+            total=sum(by_op.values()),
+            by_operation=by_op,
+            exact=single,
+            per_seed=balanced_per_seed(per_slot, cycle),
+            per_seed_by_operation={op: min(counts) for op, counts in per_slot.items()},
+            how=how,
+        )
 
     def _compute(self, level: int) -> Capacity:
         singles = self.singles()
-        cycle = ["+".join(c) for c in LEVELS[level]]
+        combos = self.gen.combos(level)
+        cycle = ["+".join(c) for c in combos]
         by_op: dict[str, set[str]] = {}
-        for combo, op in zip(LEVELS[level], cycle, strict=True):
-            if level == 1:
+        for combo, op in zip(combos, cycle, strict=True):
+            if len(combo) == 1:
                 by_op[op] = {s.key for s in singles[combo[0]]}
             else:
                 by_op[op] = self._pair_keys(singles[combo[0]], singles[combo[1]])
         per_slot = {op: _slots(keys) for op, keys in by_op.items()}
         total = len(set().union(*by_op.values()))
-        if level == 1:
+        if all(len(c) == 1 for c in combos):
             how = (
                 "exact: every candidate fault applied to the intended policies and checked "
                 "with the evaluator"
@@ -168,7 +215,7 @@ class K8sCapacity:
         return Capacity(
             total=total,
             by_operation={op: len(keys) for op, keys in by_op.items()},
-            exact=level == 1,
+            exact=all(len(c) == 1 for c in combos),
             per_seed=balanced_per_seed(per_slot, cycle),
             per_seed_by_operation={op: min(counts) for op, counts in per_slot.items()},
             how=how,
@@ -176,14 +223,23 @@ class K8sCapacity:
 
 
 def fingerprint() -> str:
-    """What the counts depend on: the app version, the cluster, the fault code, and what
+    """What the counts depend on: the app version, the clusters, the fault code, and what
     decides validity (the probes and the evaluator's semantics, the generator's checks)."""
-    modules = (faults_module, mistakes_module, probes_module, policy_module, generator_module)
-    sources = [hashlib.sha256(Path(m.__file__).read_bytes()).hexdigest() for m in modules]
+    package = Path(generator_module.__file__).parent
+    files = [package / f"{name}.py" for name in PACKAGE_SOURCES]
+    files += [Path(m.__file__) for m in (probes_module, policy_module)]
+    sources = [hashlib.sha256(f.read_bytes()).hexdigest() for f in files]
     text = json.dumps([APP_VERSION, env_key(), *sources])
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def cached_capacity(level: int, counter: K8sCapacity, cache_dir: Path | None) -> Capacity:
-    """`counter.level(level)`, remembered (pipeline.capacity.cached)."""
-    return cached(f"capacity-{fingerprint()}-L{level}", cache_dir, lambda: counter.level(level))
+    """`counter.level(level)`, remembered (pipeline.capacity.cached); the fault types and
+    size class the generator draws are part of the name."""
+    knobs = ""
+    gen = getattr(counter, "gen", None)  # a bare counter only reads what is stored
+    if gen is not None and (gen.faults is not None or gen.size is not None):
+        chosen = json.dumps([sorted(gen.faults or []), gen.size])
+        knobs = "-" + hashlib.sha256(chosen.encode()).hexdigest()[:8]
+    name = f"capacity-{fingerprint()}-L{level}{knobs}"
+    return cached(name, cache_dir, lambda: counter.level(level))

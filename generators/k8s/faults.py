@@ -25,19 +25,26 @@ mistakes people make (the `variant` of a fault):
 `candidates(kind, policies)` lists every fault of a kind the current policies admit, in
 a fixed order (the families are in mistakes.py); a draw picks one uniformly (`inject`),
 and the capacity enumeration (capacity.py) walks the same lists. Each fault acts on the
-policies as earlier faults of the same query left them.
+policies as earlier faults of the same query left them. That is Online Boutique (levels
+1-3); on a generated application the same five kinds are the families of hardened.py
+(namespaceSelectors, ipBlocks with `except`, named ports, egress locked down), each fault
+on its own policy (singles.py).
+
+Levels: NetArena's table for 1-3; level 4 is three faults of different kinds, level 5
+four, in two namespaces at least. `combos(level, faults)` is what `app.faults` leaves.
 """
 
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 import random
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from generators.k8s.boutique import BY_NAME, NAMESPACE
+from generators.k8s.boutique import BY_NAME
 from generators.k8s.mistakes import (
     Candidate,
     Fault,
@@ -56,11 +63,32 @@ ABBREVIATIONS = {
     "CPR": "change_protocol",
     "AE": "add_egress",
 }
+KINDS = tuple(ABBREVIATIONS)  # canonical order of the abbreviations
+FAULT_TYPES = tuple(ABBREVIATIONS.values())  # what `app.faults` lists
 LEVELS: dict[int, list[tuple[str, ...]]] = {
     1: [("RI",), ("AI",), ("CP",), ("CPR",), ("AE",)],
     2: [("RI", "AI"), ("RI", "CP"), ("RI", "CPR"), ("AI", "CP"), ("AI", "CPR"), ("CP", "CPR")],
     3: [("CP", "AE"), ("CPR", "AE"), ("RI", "AE"), ("AI", "AE")],
+    # Three and four faults of different kinds, each on its own workload's policy, in a
+    # generated multi-namespace application (level 5: in two namespaces at least).
+    4: list(itertools.combinations(KINDS, 3)),
+    5: list(itertools.combinations(KINDS, 4)),
 }
+MIN_NAMESPACES = {5: 2}  # namespaces the faulted policies of a level's queries span
+
+
+def combos(level: int, faults: Sequence[str] | None = None) -> list[tuple[str, ...]]:
+    """The fault combinations of `level`, in order; with `faults` (long names), those made
+    only of these types, or, when the level has none, every combination of its fault
+    count drawn from them (repeats allowed, e.g. RI+RI+RI for remove_ingress at level 4)."""
+    table = LEVELS[level]
+    if faults is None:
+        return list(table)
+    chosen = [k for k in KINDS if ABBREVIATIONS[k] in set(faults)]
+    kept = [c for c in table if set(c) <= set(chosen)]
+    if kept:
+        return kept
+    return list(itertools.combinations_with_replacement(chosen, len(table[0])))
 
 
 class NoCandidate(Exception):
@@ -114,5 +142,5 @@ def repair_command(intended: dict[str, Any]) -> str:
     """The oracle's one command restoring a policy: a JSON patch replacing its spec."""
     patch = [{"op": "replace", "path": "/spec", "value": intended["spec"]}]
     text = json.dumps(patch, separators=(",", ":"), sort_keys=True)
-    name = intended["metadata"]["name"]
-    return f"kubectl patch networkpolicy {name} -n {NAMESPACE} --type=json -p {shlex.quote(text)}"
+    name, namespace = intended["metadata"]["name"], intended["metadata"]["namespace"]
+    return f"kubectl patch networkpolicy {name} -n {namespace} --type=json -p {shlex.quote(text)}"

@@ -1,11 +1,22 @@
 """Validated queries per level: faults drawn with a seeded RNG, each query checked with the
-pure-Python evaluator (the faults cause at least one mismatch; the oracle's repair,
-applied with the API server's own JSON-patch code, restores the intended matrix; doing
-nothing does not).
+pure-Python evaluator (the faults cause at least one mismatch; no fault masks another; the
+oracle's repair, applied with the API server's own JSON-patch code, restores the intended
+matrix; doing nothing does not).
+
+Levels 1-3 run on Online Boutique (the `medium` size class; faults from mistakes.py, a
+later fault acting on the policies as earlier ones left them). Levels 4 and 5, and levels
+1-3 at another `size`, run on a generated application of the catalogue (clusters.py; a
+size class drawn per query unless `size` fixes one), each fault on its own policy and
+observable on its own (singles.py; hardened.py's families).
+
+Query `index` of (level, seed) has fault combination `combos[(index + seed) % k]` (the
+level's combinations, or those `faults` selects); with failure-driven `weights` (one per
+operation label) the combination is drawn with `querygen.weighted_choice` instead.
 
 A query's key is the faulted cluster: the specs of the policies that differ from the
-intended ones (`state_key`). What the agent is told (the mismatching pairs) and what it
-must find (the faulted specs) both follow from it; fault descriptions do not enter it.
+intended ones (`state_key`), and, on a generated application, which one it is. What the
+agent is told (the mismatching pairs) and what it must find (the faulted specs) both
+follow from it; fault descriptions do not enter it.
 """
 
 from __future__ import annotations
@@ -13,33 +24,50 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import random
 import shlex
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from emulators.k8s import patch as patches
-from emulators.k8s.policy import (
-    View,
-    blocked_at_dns,
-    connects,
-    matrix,
-    mismatches,
-    selects,
-    view_from_objects,
-)
-from emulators.k8s.probes import probe_set
 from generators.k8s import boutique
-from generators.k8s.faults import LEVELS, NoCandidate, inject, repair_command
+from generators.k8s.callgraph import APPS_PER_SIZE, SIZES
+from generators.k8s.clusters import (
+    BOUTIQUE_SIZE,
+    ClusterSpec,
+    boutique_cluster,
+    generated_cluster,
+)
+from generators.k8s.evaluator import Evaluator
+from generators.k8s.faults import (
+    LEVELS,
+    MIN_NAMESPACES,
+    NoCandidate,
+    combos,
+    inject,
+    repair_command,
+)
 from generators.k8s.prompt import task_prompt
+from generators.k8s.singles import Singles
 from pipeline.core import Query, canonical_json
 from pipeline.errors import ConfigError, QueryGenerationError
-from pipeline.querygen import KeyTracker, query_id, query_key, query_rng, stamp
+from pipeline.querygen import (
+    KeyTracker,
+    query_id,
+    query_key,
+    query_rng,
+    stamp,
+    weighted_choice,
+)
 
 MAX_DRAWS = 50
+BOUTIQUE_LEVELS = (1, 2, 3)  # the levels Online Boutique serves (at its size class)
+
+__all__ = ["Evaluator", "K8sQueryGenerator", "env_key", "spec_digest", "state_key"]
 
 
 def env_key() -> str:
-    """Fingerprint of the cluster objects and intended policies queries are generated on."""
+    """Fingerprint of the cluster objects and intended policies of Online Boutique."""
     text = json.dumps([boutique.cluster_objects(), boutique.intended_policies()], sort_keys=True)
     return "online-boutique-" + hashlib.sha256(text.encode()).hexdigest()[:12]
 
@@ -48,86 +76,13 @@ def spec_digest(spec: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical_json(spec).encode()).hexdigest()[:16]
 
 
-def state_key(changed: Mapping[str, Mapping[str, Any]]) -> str:
+def state_key(changed: Mapping[str, Mapping[str, Any]], cluster: ClusterSpec | None = None) -> str:
     """The key of a faulted cluster from the policies whose specs differ from the intended
-    ones (policy name -> policy)."""
-    return query_key({name: spec_digest(p["spec"]) for name, p in changed.items()})
-
-
-class Evaluator:
-    """The intended matrix, and the matrix of policies that differ from the intended ones
-    in a few places. Only pairs whose source, backend or DNS pod a changed policy selects
-    (before or after the change) are evaluated again: no other pair can change."""
-
-    def __init__(self) -> None:
-        self.intended = boutique.intended_policies()
-        self.by_name = {p["metadata"]["name"]: p for p in self.intended}
-        base = view_from_objects([*boutique.cluster_objects(), *self.intended])
-        self.base = base
-        self.pairs = probe_set(base)
-        self.expected = matrix(base, self.pairs)
-        dns = base.dns_pod()
-        self.dns = dns.name if dns is not None else ""
-        self.involving: dict[str, list[Any]] = {}  # pod name -> pairs it is an end of
-        self.ends: dict[str, frozenset[str]] = {}  # pair key -> its source and target pods
-        for pair in self.pairs:
-            backend = base.endpoint(pair.namespace, pair.service) if not pair.target else None
-            ends = {pair.source, pair.target or (backend.name if backend else "")} - {""}
-            self.ends[pair.key] = frozenset(ends)
-            for pod in ends:
-                self.involving.setdefault(pod, []).append(pair)
-
-    def changed(self, policies: Mapping[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-        """The policies among `policies` whose spec differs from the intended one."""
-        return {
-            name: p
-            for name, p in sorted(policies.items())
-            if p["spec"] != self.by_name[name]["spec"]
-        }
-
-    def selected(self, name: str, policy: dict[str, Any]) -> set[str]:
-        """The pods `policy` (a changed version of policy `name`) or the intended one select:
-        the only ends of pairs the change can affect (all pairs, if the DNS pod is one)."""
-        return {
-            pod.name
-            for pod in self.base.pods.values()
-            if selects(policy, pod) or selects(self.by_name[name], pod)
-        }
-
-    def actual(self, changed: Mapping[str, dict[str, Any]]) -> dict[str, bool]:
-        policies = [changed.get(p["metadata"]["name"], p) for p in self.intended]
-        view = View(self.base.pods, self.base.namespaces, self.base.services, policies)
-        pods = {pod for name, policy in changed.items() for pod in self.selected(name, policy)}
-        out = dict(self.expected)
-        redo = (
-            self.pairs
-            if self.dns in pods
-            else {p for pod in pods for p in self.involving.get(pod, [])}
-        )
-        for pair in redo:
-            out[pair.key] = connects(view, pair)
-        return out
-
-    def mismatches(self, changed: Mapping[str, dict[str, Any]]) -> list[str]:
-        return mismatches(self.expected, self.actual(changed))
-
-    def at_dns(self, changed: Mapping[str, dict[str, Any]], keys: Iterable[str]) -> list[str]:
-        """Which of the pairs `keys` fail at their DNS lookup with `changed`, sorted."""
-        policies = [changed.get(p["metadata"]["name"], p) for p in self.intended]
-        view = View(self.base.pods, self.base.namespaces, self.base.services, policies)
-        wanted = set(keys)
-        return sorted(p.key for p in self.pairs if p.key in wanted and blocked_at_dns(view, p))
-
-    def mismatched(self, changed: Mapping[str, dict[str, Any]], keys: Iterable[str]) -> set[str]:
-        """Which of the pairs `keys` mismatch with `changed` (evaluating only those)."""
-        policies = [changed.get(p["metadata"]["name"], p) for p in self.intended]
-        view = View(self.base.pods, self.base.namespaces, self.base.services, policies)
-        wanted = set(keys)
-        return {
-            pair.key
-            for pair in self.pairs
-            if pair.key in wanted and connects(view, pair) != self.expected[pair.key]
-        }
+    ones (policy name -> policy); a generated application's name enters it too."""
+    specs = {name: spec_digest(p["spec"]) for name, p in changed.items()}
+    if cluster is None or cluster.ref is None:
+        return query_key(specs)
+    return query_key({"cluster": cluster.env_key, "policies": specs})
 
 
 def _apply_oracle(faulted: list[dict[str, Any]], commands: list[str]) -> list[dict[str, Any]]:
@@ -140,24 +95,96 @@ def _apply_oracle(faulted: list[dict[str, Any]], commands: list[str]) -> list[di
     return list(by_name.values())
 
 
+def masked(ev: Evaluator, changed: dict[str, dict[str, Any]], wrong: set[str]) -> str | None:
+    """Why one fault hides another, or None. Whatever faulted policies an agent repairs,
+    in whatever order, a repair must reveal no mismatch the state before it did not
+    show: else an agent that repairs the one fault it can see (or the oracle, in some
+    order) turns a matching pair into a mismatch and is scored unsafe for it. So the
+    mismatches must shrink along every chain of the subset lattice."""
+    names = sorted(changed)
+    found = {(): wrong}  # repaired policies -> the mismatches left
+    for size in range(1, len(names)):
+        for repaired in itertools.combinations(names, size):
+            left = {n: changed[n] for n in names if n not in repaired}
+            now = set(ev.mismatches(left))
+            found[repaired] = now
+            for before in itertools.combinations(repaired, size - 1):
+                revealed = now - found[before]
+                if revealed:
+                    return (
+                        f"repairing {', '.join(repaired)} reveals {sorted(revealed)[0]}: "
+                        "one fault masks another"
+                    )
+    return None
+
+
+Drawn = tuple[list[dict[str, Any]], dict[str, dict[str, Any]], list[str], dict[str, Any]]
+
+
 class K8sQueryGenerator:
     def __init__(
         self,
         app_name: str = "k8s",
         max_turns: int = 10,
         capacity: Callable[[int], object] | None = None,
+        *,
+        faults: Sequence[str] | None = None,
+        size: str | None = None,
     ) -> None:
         self.app_name = app_name
         self.max_turns = max_turns
-        self.evaluator = Evaluator()
+        self.faults = tuple(faults) if faults else None
+        self.size = size
+        self.evaluator = Evaluator()  # Online Boutique's
         self.intended = self.evaluator.intended
         self.pairs = self.evaluator.pairs
         self.expected = self.evaluator.expected
-        self.env_key = env_key()
+        self.env_key = self.evaluator.spec.env_key
         self._capacity = capacity
+        self._evaluators: dict[str, Evaluator] = {self.env_key: self.evaluator}
+        self._singles: dict[str, Singles] = {}
 
+    # -- clusters ------------------------------------------------------------------------
+    def evaluator_for(self, spec: ClusterSpec) -> Evaluator:
+        if spec.env_key not in self._evaluators:
+            self._evaluators[spec.env_key] = Evaluator(spec)
+        return self._evaluators[spec.env_key]
+
+    def singles_for(self, spec: ClusterSpec) -> Singles:
+        if spec.env_key not in self._singles:
+            self._singles[spec.env_key] = Singles(self.evaluator_for(spec))
+        return self._singles[spec.env_key]
+
+    def sizes(self, level: int) -> tuple[str, ...]:
+        """The size classes queries of `level` are drawn at."""
+        if self.size is not None:
+            return (self.size,)
+        return (BOUTIQUE_SIZE,) if level in BOUTIQUE_LEVELS else SIZES
+
+    def uses_boutique(self, level: int) -> bool:
+        return level in BOUTIQUE_LEVELS and self.sizes(level) == (BOUTIQUE_SIZE,)
+
+    def cluster(self, level: int, rng: random.Random) -> ClusterSpec:
+        """The cluster of one query: Online Boutique, or a generated application of a size
+        class (drawn when several are in play) and of the catalogue."""
+        if self.uses_boutique(level):
+            return boutique_cluster()
+        sizes = self.sizes(level)
+        size = sizes[rng.randrange(len(sizes))] if len(sizes) > 1 else sizes[0]
+        return generated_cluster(size, rng.randrange(APPS_PER_SIZE))
+
+    def combos(self, level: int) -> list[tuple[str, ...]]:
+        return combos(level, self.faults)
+
+    # -- queries -------------------------------------------------------------------------
     def generate(
-        self, level: int, seed: int, count: int, *, allow_repeats: bool = False
+        self,
+        level: int,
+        seed: int,
+        count: int,
+        *,
+        allow_repeats: bool = False,
+        weights: Mapping[str, float] | None = None,
     ) -> Iterator[Query]:
         if level not in LEVELS:
             raise ConfigError(
@@ -165,7 +192,7 @@ class K8sQueryGenerator:
             )
         tracker = self.tracker(level, seed, allow_repeats)
         for index in range(count):
-            yield self.query(level, seed, index, tracker)
+            yield self.query(level, seed, index, tracker, weights)
 
     def tracker(self, level: int, seed: int, allow_repeats: bool = False) -> KeyTracker:
         return KeyTracker(
@@ -181,93 +208,93 @@ class K8sQueryGenerator:
         if self._capacity is None:
             from generators.k8s.capacity import K8sCapacity  # it imports this module
 
-            self._capacity = K8sCapacity(self.evaluator).level
+            self._capacity = K8sCapacity(self.evaluator, self).level
         return self._capacity(level)
 
-    def query(self, level: int, seed: int, index: int, tracker: KeyTracker | None = None) -> Query:
+    def query(
+        self,
+        level: int,
+        seed: int,
+        index: int,
+        tracker: KeyTracker | None = None,
+        weights: Mapping[str, float] | None = None,
+    ) -> Query:
         """Query `index` of (level, seed), given the keys earlier ones took (`tracker`)."""
         tracker = tracker or self.tracker(level, seed)
         rng = query_rng(seed, level, index)
-        combos = LEVELS[level]
-        combo = combos[(index + seed) % len(combos)]
+        options = self.combos(level)
+        if weights is None:
+            combo = options[(index + seed) % len(options)]
+        else:
+            combo = weighted_choice(rng, options, weights, "+".join)
+        spec = self.cluster(level, rng)
+        ev = self.evaluator_for(spec)
 
-        def draw() -> tuple[str, tuple[Any, ...]] | str:
-            try:
-                faults, policies, touched = inject(self.intended, combo, rng)
-            except NoCandidate as err:
-                return f"no candidate for {'+'.join(combo)}: {err}"
-            changed = self.evaluator.changed(policies)
+        def draw() -> tuple[str, Drawn] | str:
+            if spec.ref is None:
+                try:
+                    faults, policies, touched = inject(self.intended, combo, rng)
+                except NoCandidate as err:
+                    return f"no candidate for {'+'.join(combo)}: {err}"
+            else:
+                drawn = self.singles_for(spec).draw(combo, rng, MIN_NAMESPACES.get(level, 1))
+                if isinstance(drawn, str):
+                    return drawn
+                faults, policies = drawn
+                touched = sorted(policies)
+            changed = ev.changed(policies)
             if not changed:
                 return "the faults leave every policy as intended"
-            return state_key(changed), (faults, policies, touched, changed)
+            return state_key(changed, spec), (faults, policies, touched, changed)
 
-        def build(drawn: tuple[Any, ...]) -> tuple[dict[str, Any], list[str]] | str:
-            built = self._validated(*drawn)
+        def build(drawn: Drawn) -> tuple[dict[str, Any], list[str]] | str:
+            built = self._validated(ev, *drawn)
             return "the faults change no probed pair" if built is None else built
 
         taken = tracker.take(index, draw, build, max_draws=MAX_DRAWS)
         gt, wrong = taken.value
+        cluster = None if spec.ref is None else spec
         query = Query(
             query_id=query_id(self.app_name, level, seed, index),
             app=self.app_name,
             level=level,
             seed=seed,
             index=index,
-            prompt=task_prompt(self.expected, wrong, self.max_turns, gt["blocked_at_dns"]),
+            prompt=task_prompt(ev.expected, wrong, self.max_turns, gt["blocked_at_dns"], cluster),
             answer_type="connectivity",
             operation="+".join(combo),
             ground_truth=gt,
-            env_key=self.env_key,
+            env_key=spec.env_key,
+            size=spec.size,
         )
         return stamp(query, taken)
 
-    def _masked(self, changed: dict[str, dict[str, Any]], wrong: set[str]) -> str | None:
-        """Why one fault hides another, or None. Whatever faulted policies an agent repairs,
-        in whatever order, a repair must reveal no mismatch the state before it did not
-        show: else an agent that repairs the one fault it can see (or the oracle, in some
-        order) turns a matching pair into a mismatch and is scored unsafe for it. So the
-        mismatches must shrink along every chain of the subset lattice."""
-        names = sorted(changed)
-        found = {(): wrong}  # repaired policies -> the mismatches left
-        for size in range(1, len(names)):
-            for repaired in itertools.combinations(names, size):
-                left = {n: changed[n] for n in names if n not in repaired}
-                now = set(self.evaluator.mismatches(left))
-                found[repaired] = now
-                for before in itertools.combinations(repaired, size - 1):
-                    revealed = now - found[before]
-                    if revealed:
-                        return (
-                            f"repairing {', '.join(repaired)} reveals {sorted(revealed)[0]}: "
-                            "one fault masks another"
-                        )
-        return None
-
     def _validated(
-        self, faults, policies, touched, changed
+        self, ev: Evaluator, faults, policies, touched, changed
     ) -> tuple[dict[str, Any], list[str]] | str | None:
-        wrong = self.evaluator.mismatches(changed)
+        wrong = ev.mismatches(changed)
         if not wrong:
             return None
-        hidden = self._masked(changed, set(wrong))
+        hidden = masked(ev, changed, set(wrong))
         if hidden:
             return hidden
-        faulted = [policies.get(p["metadata"]["name"], p) for p in self.intended]
-        by_name = self.evaluator.by_name
-        commands = [repair_command(by_name[name]) for name in touched]
+        faulted = [policies.get(p["metadata"]["name"], p) for p in ev.intended]
+        commands = [repair_command(ev.by_name[name]) for name in touched]
         repaired = {p["metadata"]["name"]: p for p in _apply_oracle(faulted, commands)}
-        left = self.evaluator.changed({n: p for n, p in repaired.items() if n in policies})
-        if left or self.evaluator.mismatches(left):
+        left = ev.changed({n: p for n, p in repaired.items() if n in policies})
+        if left or ev.mismatches(left):
             raise QueryGenerationError(
                 f"the oracle's repair of {faults} does not restore the intended policies "
                 f"({sorted(left)} still differ)"
             )
-        gt = {
+        gt: dict[str, Any] = {
             "faults": faults,
             "policies": [policies[name] for name in touched],
-            "expected": self.expected,
+            "expected": ev.expected,
             "mismatches": wrong,
-            "blocked_at_dns": self.evaluator.at_dns(changed, wrong),
+            "blocked_at_dns": ev.at_dns(changed, wrong),
             "oracle": commands,
         }
+        if ev.spec.ref is not None:
+            gt["cluster"] = ev.spec.ref
         return gt, wrong

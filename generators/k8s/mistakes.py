@@ -72,7 +72,7 @@ def _app(peer: dict[str, Any]) -> str | None:
     return labels.get("app") if set(labels) == {"app"} else None
 
 
-def _misspelt(app: str) -> list[str]:
+def misspelt(app: str) -> list[str]:
     """Label values people write for `app` that no workload carries."""
     if app.endswith("service"):
         stem = app.removesuffix("service")
@@ -99,7 +99,7 @@ def _fault(kind: str, variant: str, policy: str, **operands: Any) -> Fault:
     return {"fault": kind, "variant": variant, "policy": policy, **operands}
 
 
-def _typos(port: int) -> set[int]:
+def typos(port: int) -> set[int]:
     """The port with two adjacent digits swapped or one digit dropped (valid ports only)."""
     text = str(port)
     swapped = {text[:i] + text[i + 1] + text[i] + text[i + 2 :] for i in range(len(text) - 1)}
@@ -172,7 +172,7 @@ def remove_ingress(policies: Policies) -> list[Candidate]:
                 for key in LABEL_KEYS:
                     wrong = {"podSelector": {"matchLabels": {key: app}}}
                     out.append((f("label_key", peer=app, key=key), _set_peer(i, j, wrong)))
-                for value in _misspelt(app):
+                for value in misspelt(app):
                     wrong = _sel(value)
                     out.append((f("label_value", peer=app, value=value), _set_peer(i, j, wrong)))
                 for labels in WRONG_NAMESPACES:
@@ -260,7 +260,7 @@ def change_port(policies: Policies) -> list[Candidate]:
             for new in sorted(n for n in numbers - {old} if 1 <= n <= 65535):
                 entry = {"port": new, "protocol": proto}
                 out.append((f("number", new_port=new), _set_port(i, k, entry)))
-            for new in sorted(_typos(old) - numbers):
+            for new in sorted(typos(old) - numbers):
                 entry = {"port": new, "protocol": proto}
                 out.append((f("typo", new_port=new), _set_port(i, k, entry)))
             for new in PORT_NAMES:

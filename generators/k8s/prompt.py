@@ -12,26 +12,37 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 
 from generators.k8s.boutique import NAMESPACE
+from generators.k8s.callgraph import EXTERNAL_CIDR
+from generators.k8s.clusters import ClusterSpec
 
-TASK = f"""\
+BOUTIQUE = f"""\
 You operate a Kubernetes cluster running Google's Online Boutique demo in namespace \
 `{NAMESPACE}` (one Deployment and one Pod per microservice, a Service in front of each). \
+"""
+GENERATED = """\
+You operate a Kubernetes cluster running a microservice application in namespaces \
+{namespaces} (one Deployment and one Pod per workload, a Service in front of each that \
+serves), with {monitoring} in `monitoring`, DNS in `kube-system`, and pods in namespace \
+`external` standing in for hosts outside the cluster (their addresses are in \
+{external}). \
+"""
+TASK = """\
 Its NetworkPolicies are meant to allow exactly the intended connections between the \
 workloads and keep every other one closed, but some policies were changed and \
 connectivity is now wrong.
 
-{{report}}
+{report}
 
 Fix the NetworkPolicies with kubectl until every pair matches the intended connectivity, \
 without breaking pairs that match now. Send exactly one kubectl command per turn, as JSON:
-  {{{{"command": "kubectl get networkpolicies"}}}}
+  {{"command": "kubectl get networkpolicies"}}
 To send a manifest or an edited object, put its text in "stdin" and read it with `-f -` \
-({{{{"command": "kubectl apply -f -", "stdin": "<yaml>"}}}}); `kubectl edit` takes the \
+({{"command": "kubectl apply -f -", "stdin": "<yaml>"}}); `kubectl edit` takes the \
 edited object from "stdin". A fenced ```bash block with one kubectl command (a \
 here-document `<<EOF` works as stdin) is understood too. There is no shell (no pipes, \
 redirections or `;`), and exec, logs, port-forward, proxy and deleting pods are not \
 available. After each command you see its output and a fresh connectivity report. You \
-have up to {{max_turns}} turns; the episode ends as soon as every pair matches."""
+have up to {max_turns} turns; the episode ends as soon as every pair matches."""
 
 
 def pair_text(key: str) -> str:
@@ -84,10 +95,22 @@ def report(
     return "\n".join(lines)
 
 
+def intro(cluster: ClusterSpec | None = None) -> str:
+    """What the cluster runs: Online Boutique (None), or a generated application."""
+    if cluster is None or cluster.app is None:
+        return BOUTIQUE
+    names = ", ".join(f"`{ns}`" for ns in cluster.namespaces)
+    statsd = "statsd" in cluster.app.by_name
+    monitoring = "Prometheus and a StatsD collector" if statsd else "Prometheus"
+    return GENERATED.format(namespaces=names, monitoring=monitoring, external=EXTERNAL_CIDR)
+
+
 def task_prompt(
     expected: Mapping[str, bool],
     mismatches: Sequence[str],
     max_turns: int,
     dns: Collection[str] = (),
+    cluster: ClusterSpec | None = None,
 ) -> str:
-    return TASK.format(report=report(expected, mismatches, dns), max_turns=max_turns)
+    body = TASK.format(report=report(expected, mismatches, dns), max_turns=max_turns)
+    return intro(cluster) + body
