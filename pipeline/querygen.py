@@ -19,7 +19,16 @@ validate on live labs) and without spending the validation budget: those rejecti
 their own, much larger budget, past which `CapacityExhausted` names the app's capacity.
 A draw that reaches `build(draw)` and fails it spends the validation budget
 (`max_draws`), past which `NoValidQuery` names the most common reasons. `first_valid` is
-the same loop without keys, for apps that have none.
+the same loop without keys, for apps that have none (its `attempt` draws and builds in one
+call, so an EnvironmentFailure there propagates at once: retrying would draw anew).
+
+Invalid draws and environment failures. `build` returns a reason when the draw itself is
+invalid (what it decides: its faults, its oracle); it raises EnvironmentFailure when the
+environment failed (a lab that could not be reset, a command killed at its time limit).
+The latter is never held against the draw: the same draw is built again, up to
+ENV_ATTEMPTS times, and if the environment still fails the EnvironmentFailure propagates.
+So a loaded or flaky machine can fail a generation but never change which queries a seed
+gives.
 """
 
 from __future__ import annotations
@@ -33,7 +42,7 @@ from collections.abc import Callable
 from typing import Any, Generic, NamedTuple, TypeVar
 
 from pipeline.core import Query, canonical_json
-from pipeline.errors import QueryGenerationError
+from pipeline.errors import EnvironmentFailure, QueryGenerationError
 
 T = TypeVar("T")
 D = TypeVar("D")
@@ -41,6 +50,7 @@ log = logging.getLogger(__name__)
 
 SEED_SLOTS = 4
 MAX_KEY_REJECTIONS = 20_000  # slot, repeat and known-invalid rejections per query
+ENV_ATTEMPTS = 4  # builds of one draw while the environment fails, before giving up
 
 
 def query_id(app: str, level: int, seed: int, index: int) -> str:
@@ -188,7 +198,7 @@ class KeyTracker:
                             rejected,
                         )
                     continue
-                built = build(value)
+                built = built_despite_environment(build, value, where)
                 if not isinstance(built, str):
                     earlier = self.taken.setdefault(key, index)
                     repeat = None
@@ -212,6 +222,22 @@ class KeyTracker:
         return describe() if callable(describe) else str(found)
 
 
+def built_despite_environment(build: Callable[[D], T | str], value: D, where: str) -> T | str:
+    """`build(value)`, built again while it raises EnvironmentFailure (ENV_ATTEMPTS times in
+    all); the last failure propagates."""
+    for attempt in range(1, ENV_ATTEMPTS + 1):
+        try:
+            return build(value)
+        except EnvironmentFailure as err:
+            if attempt == ENV_ATTEMPTS:
+                raise EnvironmentFailure(
+                    f"{where}: the environment failed {ENV_ATTEMPTS} times while validating "
+                    f"the same draw; last: {err}"
+                ) from err
+            log.warning("%s: the environment failed (%s); validating the draw again", where, err)
+    raise AssertionError("unreachable")
+
+
 def stamp(query: Query, taken: Taken[Any]) -> Query:
     """`query` with its key, and `ground_truth["repeat_of"]` when it repeats an earlier one."""
     truth = query.ground_truth
@@ -233,10 +259,11 @@ def first_valid(
     """The first draw `attempt()` accepts, for apps without keys (no slot, no repeats
     check); see the module docstring."""
     reasons: list[str] = []
+    where = query_id(app, level, seed, index)
     for _ in range(max_draws):
         outcome = attempt()
         if not isinstance(outcome, str):
             return outcome
         reasons.append(outcome)
-        log.info("redrawing %s: %s", query_id(app, level, seed, index), outcome)
+        log.info("redrawing %s: %s", where, outcome)
     raise NoValidQuery(app, level, seed, index, reasons, hint)
