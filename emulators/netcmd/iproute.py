@@ -18,6 +18,8 @@ from __future__ import annotations
 import ipaddress
 import re
 
+from emulators.netcmd import durable
+
 # ip/ip.c: the option loop, in order; (name, takes a value). Leading "--" reads as "-".
 IP_OPTIONS = [
     ("-loops", True), ("-family", True), ("=-4", False), ("=-6", False), ("=-0", False),
@@ -201,7 +203,18 @@ def check_ip(args: list[str]) -> str | None:
         )
     if obj == "link" and verb == "set":
         return _link_set(rest[2:])
-    return tokens_ok(rest[2:])
+    return tokens_ok(rest[2:]) or _lasting(obj, verb, rest[2:])
+
+
+def _lasting(obj: str, verb: str, args: list[str]) -> str | None:
+    """Why the command would make state that undoes itself (durable.py), or None."""
+    if obj == "address" and verb in ("add", "change", "replace"):
+        return durable.address_refusal(args)
+    if obj == "route" and verb in ("add", "change", "replace", "prepend", "append"):
+        return durable.route_refusal(args)
+    if obj in ("neighbor", "neighbour") and verb in ("add", "change", "replace"):
+        return durable.neigh_refusal(args)
+    return None
 
 
 def _link_set(args: list[str]) -> str | None:
@@ -256,13 +269,14 @@ def check_tc(args: list[str]) -> str | None:
     obj = dispatch(rest[0], TC_OBJECTS)
     if obj not in ("qdisc", "class", "filter", "chain"):
         return f"'tc {rest[0]}' is not allowed; use tc qdisc, class, filter or chain"
+    verb = None
     if len(rest) > 1:
         verb = dispatch(rest[1], TC_VERBS)
         if verb not in TC_ALLOWED:
             return f"'tc {obj} {rest[1]}' is not allowed; use one of: " + ", ".join(
                 sorted(TC_ALLOWED)
             )
-    return tokens_ok(rest[2:])
+    return tokens_ok(rest[2:]) or durable.tc_refusal(obj, verb, rest[2:])
 
 
 def ipv4(text: str) -> bool:
