@@ -86,6 +86,8 @@ FAMILIES: list[tuple[str, str]] = [
 
 # Refused by the grammar, but a reset must undo them whoever made them.
 LEAKY: list[tuple[str, str]] = [
+    # the leak: a healthy address given a lifetime expired in the next episode
+    ("r0", "ip addr change 10.0.2.1/24 brd 10.0.2.255 dev r0-eth2 valid_lft 30 preferred_lft 30"),
     ("r0", "ip addr add 10.0.1.90/24 dev r0-eth1 valid_lft 100 preferred_lft 50"),
     ("r0", "ip link set r0-eth1 alias leaky"),
     ("r0", "ip neigh add 10.0.1.91 lladdr 00:11:22:33:44:00 dev r0-eth1 nud reachable"),
