@@ -89,6 +89,49 @@ def test_built_lab_is_fully_reachable(emu):
     assert "*** Results: 0% dropped (12/12 received)" in reach.render()
 
 
+def test_probes_count_only_the_right_device_answering(emu):
+    """A flow succeeds only when the target itself answers at the probed address: an alias
+    of h2's address on h1's loopback answers h1's pings, and fails the flow."""
+    flows = [Flow("h1", "h2", "10.0.2.2", p) for p in PROTOCOLS]
+    assert all(emu.probe(flows).values())
+    emu.run("h1", ["ip", "addr", "add", "10.0.2.2/32", "dev", "lo"], timeout_s=5, output_bytes=100)
+    ping = emu.run("h1", ["ping", "-c", "1", "-W", "1", "10.0.2.2"], timeout_s=5, output_bytes=999)
+    assert ping.exit_code == 0  # ping is fooled
+    assert not any(emu.probe(flows).values())
+
+
+def test_a_refusal_is_final_and_silence_is_asked_again(emu):
+    emu.run("r0", ["iptables", "-A", "INPUT", "-p", "tcp", "-j", "REJECT"], timeout_s=5,
+            output_bytes=100)  # fmt: skip
+    emu.run("r0", ["iptables", "-A", "INPUT", "-p", "udp", "-j", "DROP"], timeout_s=5,
+            output_bytes=100)  # fmt: skip
+    tcp, udp = Flow("h1", "r0", "10.0.1.1", "tcp"), Flow("h1", "r0", "10.0.1.1", "udp")
+    control = Flow("h1", "r0", "10.0.1.1", "icmp")
+    assert emu.probe([tcp]) == {tcp: False} and emu.prober.rounds == [1]
+    assert emu.probe([udp, control]) == {udp: False, control: True}
+    assert emu.prober.rounds == [2, 2]  # asked again beside the answering control
+
+
+def test_answers_that_arrive_while_the_prober_is_not_scheduled_count(emu, monkeypatch):
+    """The wait is judged over only after reading what arrived meanwhile: a prober that was
+    not scheduled for longer than its wait (as on a loaded machine) still sees the answers
+    (fping processed its timeouts first and judged such pairs failed)."""
+    from emulators import probe_round
+
+    send = probe_round.Round._send
+
+    def send_then_stall(self):
+        send(self)
+        time.sleep(0.5)  # ten times the wait below
+
+    monkeypatch.setattr(probe_round.Round, "_send", send_then_stall)
+    emu.prober.timeout_s = 0.05
+    flows = [Flow(s, t, emu.lab.probe_address(s, t), p)
+             for s in ("h1", "h2") for t in ("r0", "h3") for p in PROTOCOLS]  # fmt: skip
+    assert all(emu.probe(flows).values())
+    assert emu.prober.rounds == [len(flows)]
+
+
 def test_run_is_argv_without_a_shell(emu):
     result = emu.run("h1", ["echo", "$HOME;", "`id`", "|x"], timeout_s=5, output_bytes=1000)
     assert result.exit_code == 0 and result.output == "$HOME; `id` |x\n"
