@@ -28,16 +28,31 @@ silent flow's source and one to its target where such flows exist): when every c
 answered within a quarter of the round's wait, the machine demonstrably answered in time and
 the silent flows are judged failed; otherwise the next round waits twice as long. On an idle
 machine a flow that never answers costs two rounds (timeout + 2 x timeout).
+
+The kernel's neighbour (ARP) table is one for the whole machine, every namespace's entries
+counted against gc_thresh3: with many labs alive it fills, and packets that need a new
+entry are dropped until garbage collection frees some (entries younger than 5 s are kept).
+A round during which the table overflowed (its `table_fulls` counter, /proc/net/stat/
+arp_cache, went up) proves nothing about its silent flows: rounds go on past `retries`, with
+waits of at most MAX_WAIT_S, until one passes without an overflow; if none does within
+CROWDED_S, the probe raises EnvironmentFailure rather than judge.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+
+from pipeline.errors import EnvironmentFailure
 
 PROTOCOLS = ("icmp", "tcp", "udp")
 ECHO_PORT = 7
 PAYLOAD_BYTES = 56
+NEIGH_STATS = Path("/proc/net/stat/arp_cache")
+MAX_WAIT_S = 4.0  # the longest wait of one round
+CROWDED_S = 30.0  # how long rounds may go on while the neighbour table overflows
 
 
 @dataclass(frozen=True, order=True)
@@ -73,9 +88,13 @@ class Prober:
         answered: list[Flow] = []
         timeout = self.timeout_s
         self.rounds = []
-        for number in range(1 + self.retries):
+        started = time.monotonic()
+        number = 0
+        while True:
             controls = _controls(todo, answered) if number else []
+            overflows = table_fulls()
             outcome = Round(self.netns, [*todo, *controls]).run(timeout)
+            crowded = table_fulls() != overflows
             self.rounds.append(len(todo) + len(controls))
             results.update({f: outcome[f].ok for f in todo if outcome[f].decided})
             if number == 0:
@@ -84,11 +103,30 @@ class Prober:
             if not todo:
                 break
             in_time = [c for c in controls if outcome[c].ok and outcome[c].replied <= timeout / 4]
-            if controls and len(in_time) == len(controls):
+            if not crowded and controls and len(in_time) == len(controls):
                 break
-            timeout *= 2
+            if not crowded and number >= self.retries:
+                break
+            if crowded and time.monotonic() - started > CROWDED_S:
+                raise EnvironmentFailure(
+                    f"{len(todo)} flows got no answer while the kernel's neighbour table "
+                    f"overflowed ({NEIGH_STATS}: table_fulls rose) for {CROWDED_S:g} s: "
+                    "too many network namespaces on this machine to measure connectivity"
+                )
+            number += 1
+            timeout = min(timeout * 2, MAX_WAIT_S)
         results.update(dict.fromkeys(todo, False))
         return results
+
+
+def table_fulls() -> int:
+    """How often the machine's neighbour table refused a new entry (it only grows)."""
+    try:
+        lines = NEIGH_STATS.read_text().splitlines()
+    except OSError:
+        return 0
+    column = lines[0].split().index("table_fulls") if lines else -1
+    return sum(int(line.split()[column], 16) for line in lines[1:] if line.strip())
 
 
 def _controls(silent: Sequence[Flow], answered: Sequence[Flow]) -> list[Flow]:

@@ -5,7 +5,8 @@ Every socket is created inside its device's namespace (emulators/setns.py) and s
 one poll loop. A round sends every flow at once, waits until each is decided or its time is
 over, then reads whatever arrived meanwhile (the process may not have been scheduled)
 before anything is judged silent. A flow is decided when it was refused (an ICMP error, a
-reset, EPERM at the source, the wrong device receiving it) or when its payload came back
+reset, EPERM at the source, the wrong device receiving it; not a send that failed for
+want of kernel memory, TRANSIENT) or when its payload came back
 from the probed address and the target's namespace received the request; a reply whose
 request the target never saw is judged after the wait (the two may be read in either
 order).
@@ -28,6 +29,10 @@ from emulators.probe import ECHO_PORT, PAYLOAD_BYTES, Flow
 from emulators.setns import entered
 
 DRAIN_S = 1.0  # the longest a round reads what arrived after its wait
+# A send that fails for want of kernel memory was never sent: the flow stays silent (asked
+# again), not refused. ENOBUFS is what a send gets when the neighbour table, which every
+# namespace on the machine shares, is full (ip_finish_output2 cannot create the entry).
+TRANSIENT = {errno.ENOBUFS, errno.ENOMEM, errno.EAGAIN}
 MAGIC = b"NGprobe!"
 _ECHO_REPLY, _UNREACHABLE, _ECHO_REQUEST, _TIME_EXCEEDED = 0, 3, 8, 11
 _SOL_RAW, _ICMP_FILTER = 255, 1
@@ -156,7 +161,8 @@ class Round:
                     raise OSError(code, os.strerror(code))
                 self.connecting.add(index)
             except OSError as err:  # refused at the source: EPERM, unreachable, ...
-                self.results[index].refused = f"refused at the source: {err.strerror or err}"
+                if err.errno not in TRANSIENT:  # else: nothing was sent; silent, asked again
+                    self.results[index].refused = f"refused at the source: {err.strerror or err}"
         for sock in clients.values():
             sock.close()
 
@@ -301,7 +307,8 @@ class Round:
                     raise OSError(code, os.strerror(code))
                 sock.send(self.payload(index))
             except OSError as err:
-                result.refused = f"tcp: {err.strerror or err}"
+                if err.errno not in TRANSIENT:
+                    result.refused = f"tcp: {err.strerror or err}"
                 self._close(sock)
             return
         try:

@@ -146,12 +146,13 @@ def bench_validity(data: Path) -> dict[str, Any]:
     wanted = int(os.environ.get("NETGAUGE_BENCH_QUERIES", "1000"))
     timed = int(os.environ.get("NETGAUGE_BENCH_TIMED", "10"))
     apps = os.environ.get("NETGAUGE_BENCH_APPS", "malt,malt_google,k8s,routing,netllmbench")
+    levels = [int(v) for v in os.environ.get("NETGAUGE_BENCH_LEVELS", "1,2,3").split(",")]
     figures: dict[str, Any] = {"queries_asked": wanted}
     if "routing" in apps.split(","):
         figures.update(bench_checks.prober_vs_fping())
     with tempfile.TemporaryDirectory(prefix="netgauge-validity-") as tmp:
         for app in apps.split(","):
-            for level in (1, 2, 3):
+            for level in levels:
                 base = [f"app={app}", f"level={level}", f"data_dir={tmp}"]
                 per_seed = make_app(compose(base)).capacity(level).per_seed
                 n = wanted if per_seed is None else min(wanted, per_seed)
@@ -175,6 +176,15 @@ def bench_validity(data: Path) -> dict[str, Any]:
                 figures[f"{key}_distinct"] = row[3]
                 figures[f"{key}_oracle_correct_and_safe"] = row[1]
                 figures[f"{key}_null_correct"] = row[2]
+                failed = connect(tmp).execute(
+                    "SELECT query_id, agent, outcome, safe, error FROM episodes WHERE app = $app "
+                    "AND level = $level AND queries = $n AND ((agent = 'oracle' AND NOT (correct "
+                    "AND safe)) OR (agent = 'null' AND correct)) LIMIT 5",
+                    {"app": app, "level": level, "n": n},
+                )
+                misses = [" ".join(map(str, r)) for r in failed.fetchall()]
+                if misses:  # what the oracle got wrong or null got right, for the record
+                    figures[f"{key}_unexpected"] = misses
                 figures[f"{key}_s"] = round(time.perf_counter() - started, 1)
                 if app in bench_checks.OFF and timed:
                     cfg = compose([*base, f"queries={n}"])

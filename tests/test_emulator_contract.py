@@ -325,3 +325,33 @@ def test_kill_9_leftovers_are_removed_by_the_next_cleanup(backend):
         time.sleep(0.2)
     assert backend.leftovers(prefix) == []
     assert any(line.startswith(prefix) for line in removed)
+
+
+def test_a_send_the_kernel_could_not_make_is_silence_not_a_refusal(emu, monkeypatch):
+    """A send that fails for want of kernel memory (ENOBUFS: the machine-wide neighbour
+    table is full) was never sent: the flow is asked again, not judged refused. And while the
+    table overflows, no round confirms a silent flow: rounds go on until one passes clean."""
+    import errno
+    import socket as sockets
+
+    from emulators import probe, probe_round
+
+    real, failed = sockets.socket.sendto, []
+
+    def full_once(self, *args):
+        if not failed:
+            failed.append(1)
+            raise OSError(errno.ENOBUFS, "No buffer space available")
+        return real(self, *args)
+
+    monkeypatch.setattr(probe_round.socket.socket, "sendto", full_once)
+    flow = Flow("h1", "h2", "10.0.2.2")
+    assert emu.probe([flow]) == {flow: True} and failed and emu.prober.rounds == [1, 1]
+    monkeypatch.setattr(probe_round.socket.socket, "sendto", real)
+    counts = iter([0, 1, 1, 2, 2, 3, *[3] * 20])  # it overflows during the first three rounds
+    monkeypatch.setattr(probe, "table_fulls", lambda: next(counts))
+    emu.run("r0", ["iptables", "-A", "INPUT", "-p", "udp", "-j", "DROP"], timeout_s=5,
+            output_bytes=100)  # fmt: skip
+    silent, control = Flow("h1", "r0", "10.0.1.1", "udp"), Flow("h1", "r0", "10.0.1.1")
+    assert emu.probe([silent, control]) == {silent: False, control: True}
+    assert len(emu.prober.rounds) == 3 + 1  # three crowded rounds, then a clean one
