@@ -205,8 +205,21 @@ def test_reset_restores_every_kind_of_state_and_verifies_it(emu):
     seconds = emu.reset()
     assert 0 < seconds < 5
     assert emu.reachability().full
-    assert {d: _state(emu, d) for d in ("r0", "h1")} == before
+    assert _settled(lambda: {d: _state(emu, d) for d in ("r0", "h1")}, before) == before
     assert "10.0.1.9" not in emu.run("h1", ["ip", "neigh"], timeout_s=5, output_bytes=4096).output
+
+
+def _settled(view, expected, timeout_s: float = 5.0):
+    """`view()` once it equals `expected`, or as it is after `timeout_s`. What ip prints of
+    a link brought up (its operstate, its routes' `linkdown`) follows the carrier a moment
+    later (the kernel's linkwatch batches those events for up to a second; traffic flows at
+    once), so a view taken right after a reset may still show the link going up."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        got = view()
+        if got == expected or time.monotonic() > deadline:
+            return got
+        time.sleep(0.2)
 
 
 def _full_view(emu, device: str) -> dict[str, str]:
@@ -255,7 +268,7 @@ def test_reset_undoes_every_allowed_command_family(emu):
     assert {d: _full_view(emu, d) for d in devices} != before
     assert emu.reachability().loss > 0.5
     emu.reset()
-    after = {d: _full_view(emu, d) for d in devices}
+    after = _settled(lambda: {d: _full_view(emu, d) for d in devices}, before)
     for device in devices:
         for key, text in before[device].items():
             assert after[device][key] == text, (device, key)
