@@ -20,6 +20,7 @@ leaving stops everything it started, also on error.
         emu.snapshot()          # the state `reset` returns to
         emu.run("r0", ["ip", "link", "set", "r0-eth1", "down"], timeout_s=5, output_bytes=4096)
         emu.reachability()      # every ordered pair of addressed devices, pinged
+        emu.probe([Flow("h1", "r0", "10.0.1.1", "tcp")])  # any flows: ICMP, TCP or UDP echoes
         emu.reset()             # back to the snapshot, verified; raises if it cannot
     Backend.cleanup_stale()     # what dead instances (kill -9) left, found by prefix
 """
@@ -33,6 +34,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Protocol, Self
 
+from emulators.probe import Flow
 from pipeline.errors import ConfigError, RegistryError
 
 # Backends by name, found by folder: `emulators/<name>/__init__.py` exports `BACKEND`
@@ -158,20 +160,30 @@ PINGALL = "*** Ping: testing ping reachability"  # the first line of a rendered 
 
 @dataclass(frozen=True)
 class Reachability:
-    """Who can ping whom: `ok` holds the ordered (source, target) pairs that replied."""
+    """Who reaches whom over one protocol: `ok` holds the ordered (source, target) pairs that
+    answered, among the pairs probed (`probed`; None: every ordered pair of `devices`)."""
 
     devices: tuple[str, ...]
     ok: frozenset[tuple[str, str]] = field(default_factory=frozenset)
+    probed: frozenset[tuple[str, str]] | None = None
+
+    def _pairs(self) -> list[tuple[str, str]]:
+        return [
+            (s, t)
+            for s in self.devices
+            for t in self.devices
+            if s != t and (self.probed is None or (s, t) in self.probed)
+        ]
 
     @property
     def pairs(self) -> int:
-        return len(self.devices) * (len(self.devices) - 1)
+        if self.probed is None:
+            return len(self.devices) * (len(self.devices) - 1)
+        return len(self._pairs())
 
     @property
     def failed(self) -> list[tuple[str, str]]:
-        return [
-            (s, t) for s in self.devices for t in self.devices if s != t and (s, t) not in self.ok
-        ]
+        return [p for p in self._pairs() if p not in self.ok]
 
     @property
     def full(self) -> bool:
@@ -179,32 +191,41 @@ class Reachability:
 
     @property
     def loss(self) -> float:
-        """Fraction of ordered pairs that did not reply (NetArena's packet loss)."""
+        """Fraction of probed pairs that did not answer (NetArena's packet loss)."""
         return 1.0 - len(self.ok) / self.pairs if self.pairs else 0.0
 
     def lost_since(self, before: Reachability) -> list[tuple[str, str]]:
-        """Pairs that replied in `before` and do not now."""
+        """Pairs that answered in `before` and do not now."""
         return sorted(before.ok - self.ok)
 
     def rows(self) -> list[str]:
-        """Compact form for evidence: per source, '1'/'0' per target, '-' for itself."""
-        return [
-            "".join("-" if s == t else "1" if (s, t) in self.ok else "0" for t in self.devices)
-            for s in self.devices
-        ]
+        """Compact form for evidence: per source, per target '1' (answered), '0' (probed,
+        silent), '.' (not probed), '-' for itself."""
+
+        def mark(s: str, t: str) -> str:
+            if s == t:
+                return "-"
+            if self.probed is not None and (s, t) not in self.probed:
+                return "."
+            return "1" if (s, t) in self.ok else "0"
+
+        return ["".join(mark(s, t) for t in self.devices) for s in self.devices]
 
     @classmethod
     def from_rows(cls, devices: Sequence[str], rows: Sequence[str]) -> Reachability:
         devices = tuple(devices)
         if len(rows) != len(devices) or any(len(r) != len(devices) for r in rows):
             raise ValueError(f"{len(rows)} rows do not fit {len(devices)} devices")
-        ok = {
-            (s, t)
+        marks = {
+            (s, t): bit
             for s, row in zip(devices, rows, strict=True)
             for t, bit in zip(devices, row, strict=True)
-            if bit == "1"
+            if s != t
         }
-        return cls(devices, frozenset(ok))
+        ok = frozenset(p for p, bit in marks.items() if bit == "1")
+        skipped = any(bit == "." for bit in marks.values())
+        probed = frozenset(p for p, bit in marks.items() if bit != ".") if skipped else None
+        return cls(devices, ok, probed)
 
     def render(self) -> str:
         """Mininet's pingall layout: per source the targets that replied, X for the others."""
@@ -276,7 +297,12 @@ class Emulator(Protocol):
         command that moves the process into a cgroup, then execs the rest)."""
 
     def reachability(self) -> Reachability:
-        """Ping every ordered pair of the lab's probed devices."""
+        """Ping every ordered pair of the lab's probed devices (an ICMP flow each)."""
+
+    def probe(self, flows: Sequence[Flow]) -> dict[Flow, bool]:
+        """Send each flow (emulators/probe.py) and say which succeeded: the probed address
+        answered and the flow's target device received it; silence is asked again with
+        longer waits before it is judged."""
 
     def snapshot(self) -> None:
         """Record the state of every device as the one `reset` restores."""

@@ -10,10 +10,13 @@ namespace, all at once), `_run_capped` (an agent's argv in a device, no shell), 
 (tear down, then `_forget`), `cleanup_stale` and `leftovers`.
 
 IPv6 is disabled in every device: the lab is IPv4 and IPv6 chatter is noise.
-Reachability is one `fping` per source device, all sources at once. Agent commands mark
-their device dirty. Reset flushes neighbour tables and route caches everywhere, restores
-the dirty devices that differ from the snapshot and verifies them by dumping them again;
-a reset that cannot be verified raises EnvironmentFailure.
+Traffic checks run in this process (emulators/probe.py): sockets opened in each device's
+namespace through a descriptor of it kept from build to stop (`_pid` names the process
+whose namespace a device is). Reachability is an ICMP echo for every ordered pair; `probe`
+sends any flows (ICMP, TCP or UDP echoes). Agent commands mark their device dirty.
+Reset flushes neighbour tables and route caches everywhere, restores the dirty devices
+that differ from the snapshot and verifies them by dumping them again; a reset that
+cannot be verified raises EnvironmentFailure.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ from typing import Any, ClassVar, Self
 from emulators import state
 from emulators.base import CommandResult, Lab, Reachability
 from emulators.instances import Instance
+from emulators.probe import Flow, Prober
+from emulators.setns import open_netns
 from pipeline.errors import EnvironmentFailure
 
 log = logging.getLogger(__name__)
@@ -58,6 +63,8 @@ class NamespaceEmulator(ABC):
         self._healthy: dict[str, state.State] = {}
         self._dirty: set[str] = set()
         self._scripts = self._state_dir
+        self._ns_fds: dict[str, int] = {}  # lab device name -> a descriptor of its namespace
+        self.prober = Prober(self._ns_fds, timeout_s=probe_timeout_ms / 1000, retries=probe_retries)
 
     # -- what a backend implements -----------------------------------------------------
     @abstractmethod
@@ -83,6 +90,10 @@ class NamespaceEmulator(ABC):
     ) -> CommandResult:
         """Run argv (no shell) on `device` under `host_prefix`; kill it at the timeout or
         the output cap."""
+
+    @abstractmethod
+    def _pid(self, device: str) -> int:
+        """A process whose network namespace is `device`'s."""
 
     @abstractmethod
     def stop(self) -> None:
@@ -124,6 +135,8 @@ class NamespaceEmulator(ABC):
         lab.validate()
 
     def _configure(self, lab: Lab) -> None:
+        for device in lab.devices:
+            self._ns_fds[device.name] = open_netns(self._pid(device.name))
         scripts = {}
         for device in lab.devices:
             cmds = [f"sysctl -qw {kv}" for kv in BASE_SYSCTLS] + ["ip link set lo up"]
@@ -143,6 +156,9 @@ class NamespaceEmulator(ABC):
     def _forget(self) -> None:
         """Drop the lab's bookkeeping, the script folder and the prefix (end of stop)."""
         self._net = None
+        for fd in self._ns_fds.values():
+            os.close(fd)
+        self._ns_fds.clear()
         self._nodes.clear()
         self._healthy.clear()
         self._dirty.clear()
@@ -180,24 +196,18 @@ class NamespaceEmulator(ABC):
     def reachability(self) -> Reachability:
         lab = self._running()
         devices = lab.probed
-        scripts, targets = {}, {}
-        for src in devices:
-            by_addr: dict[str, list[str]] = {}
-            for dst in devices:
-                if dst != src:
-                    by_addr.setdefault(lab.probe_address(src, dst), []).append(dst)
-            argv = ["fping", "-a", "-i", "1", "-B", "1"]
-            argv += ["-t", str(self.probe_timeout_ms), "-r", str(self.probe_retries), *by_addr]
-            scripts[src] = f"{shlex.join(argv)} 2>/dev/null"
-            targets[src] = by_addr
-        budget = 5.0 + len(devices) * self.probe_timeout_ms * (self.probe_retries + 1) / 1000
-        ok = set()
-        for src, (code, out) in self._shell(scripts, budget).items():
-            if code not in (0, 1, 2):  # 1: some unreachable, 2: some address unknown
-                raise EnvironmentFailure(f"fping on {src} failed (exit {code}): {out[:200]}")
-            for addr in out.split():
-                ok.update((src, dst) for dst in targets[src].get(addr, ()))
-        return Reachability(devices, frozenset(ok))
+        flows = [
+            Flow(src, dst, lab.probe_address(src, dst))
+            for src in devices
+            for dst in devices
+            if dst != src
+        ]
+        results = self.probe(flows)
+        return Reachability(devices, frozenset((f.source, f.target) for f in flows if results[f]))
+
+    def probe(self, flows: Sequence[Flow]) -> dict[Flow, bool]:
+        self._running()
+        return self.prober.probe(flows)
 
     # -- snapshot and reset ------------------------------------------------------------
     def _dump(

@@ -2,11 +2,26 @@
 
 Backend-neutral: NamespaceEmulator (namespaced.py) runs these scripts in a device's
 network namespace, whatever runs it. A dump is one line of shell (`dump_script`); it is
-parsed into sections: `link` (admin state, MTU, MAC, ARP and promiscuous flags per
-interface), `addr` (IPv4 addresses), `route` (IPv4 routes of every table), `rule` (IPv4
-policy rules), `qdisc`, `iptables` (every non-empty table, counters dropped) and `sysctl`
-(every readable file under /proc/sys/net except the volatile ones). Neighbour tables and
-the route cache are not state: `FLUSH_SCRIPT` empties them on every device at each reset.
+parsed into sections, which together hold every attribute an allowed command
+(emulators/netcmd/) can change:
+
+  link      per interface: admin state, MTU, MAC, the ARP, promiscuous, multicast and
+            allmulticast flags, txqueuelen, alias, master (ip link set, ifconfig);
+  addr      IPv4 addresses with every attribute ip and ifconfig set: prefix, peer,
+            broadcast, anycast, scope, label (ifconfig's `eth0:1`), metric, flags
+            (deprecated, noprefixroute, ...) and whether the lifetime is finite (the
+            seconds left count down, so only forever or not is compared);
+  route     IPv4 routes of every table, with their metrics (ip route, route);
+  rule      IPv4 policy rules;
+  neigh     proxy neighbour entries (ip neigh add proxy, arp -s ... pub): these survive
+            a neighbour flush;
+  qdisc     qdiscs (filters and classes hang off a qdisc, and go with it);
+  iptables  every non-empty table, counters dropped; `tables` lists every table that
+            exists, empty or not (an empty nat table still hooks conntrack and NAT in);
+  sysctl    every readable file under /proc/sys/net except the volatile ones.
+
+Other neighbour entries and the route cache are not state: `FLUSH_SCRIPT` empties them on
+every device at each reset.
 """
 
 from __future__ import annotations
@@ -29,6 +44,8 @@ _DUMP = [
     "ip -j -4 route show table all",
     "echo @@rule",
     "ip -j -4 rule show",
+    "echo @@neigh",
+    "ip -j -4 neigh show proxy",
     "echo @@qdisc",
     "tc -j qdisc show",
     "echo @@iptables",
@@ -50,7 +67,12 @@ def dump_script(digest: str = "") -> str:
 FLUSH_SCRIPT = (
     "ip -4 -force -batch - <<< $'neigh flush all nud all\\nroute flush cache' 2>/dev/null"
 )
-SECTIONS = ("link", "addr", "route", "rule", "qdisc", "iptables", "sysctl")
+SECTIONS = ("link", "addr", "route", "rule", "neigh", "qdisc", "iptables", "sysctl")
+COMPARED = (*SECTIONS, "tables")
+FOREVER = 0xFFFFFFFF
+# addr_info keys that are not configuration: the family, the order of addition, and the
+# lifetimes' seconds left (kept as forever / finite under "lifetime").
+_ADDR_DERIVED = {"family", "secondary", "valid_life_time", "preferred_life_time"}
 BUILTIN_CHAINS = {
     "filter": ("INPUT", "FORWARD", "OUTPUT"),
     "nat": ("PREROUTING", "INPUT", "OUTPUT", "POSTROUTING"),
@@ -83,23 +105,13 @@ def parse_dump(text: str, healthy: State | None = None) -> State:
         raise ValueError(f"the state dump lacks the sections {missing}")
     js = {
         s: json.loads("\n".join(raw[s]).strip() or "[]")
-        for s in ("link", "addr", "route", "rule", "qdisc")
+        for s in ("link", "addr", "route", "rule", "neigh", "qdisc")
     }
     return {
-        "link": {
-            i["ifname"]: {
-                "up": "UP" in i.get("flags", []),
-                "mtu": i.get("mtu"),
-                "address": i.get("address"),
-                "noarp": "NOARP" in i.get("flags", []),
-                "promisc": "PROMISC" in i.get("flags", []),
-                "master": i.get("master"),
-            }
-            for i in js["link"]
-        },
+        "link": {i["ifname"]: _link(i) for i in js["link"]},
         "addr": {
             i["ifname"]: sorted(
-                [a["local"], a["prefixlen"], a.get("broadcast", ""), a.get("scope", "global")]
+                canonical_json(_address(a))
                 for a in i.get("addr_info", [])
                 if a.get("family") == "inet"
             )
@@ -107,11 +119,15 @@ def parse_dump(text: str, healthy: State | None = None) -> State:
         },
         "route": sorted(canonical_json(_route(r)) for r in js["route"]),
         "rule": sorted(canonical_json(r) for r in js["rule"]),
+        "neigh": sorted(
+            canonical_json({"dst": n["dst"], "dev": n.get("dev")}) for n in js["neigh"]
+        ),
         "qdisc": sorted(
             canonical_json({k: v for k, v in q.items() if k not in ("refcnt",)})
             for q in js["qdisc"]
         ),
         "iptables": _parse_iptables(raw["iptables"]),
+        "tables": sorted(line.strip()[1:] for line in raw["iptables"] if line.startswith("*")),
         "sysctl": (
             healthy["sysctl"]
             if healthy is not None and digest == healthy["sysctl_digest"]
@@ -119,6 +135,33 @@ def parse_dump(text: str, healthy: State | None = None) -> State:
         ),
         "sysctl_digest": digest,
     }
+
+
+def _link(info: dict[str, Any]) -> dict[str, Any]:
+    flags = info.get("flags", [])
+    return {
+        "up": "UP" in flags,
+        "mtu": info.get("mtu"),
+        "address": info.get("address"),
+        "noarp": "NOARP" in flags,
+        "promisc": "PROMISC" in flags,
+        "multicast": "MULTICAST" in flags,
+        "allmulti": "ALLMULTI" in flags,
+        "txqlen": info.get("txqlen"),
+        "alias": info.get("ifalias"),
+        "master": info.get("master"),
+    }
+
+
+def _address(info: dict[str, Any]) -> dict[str, Any]:
+    """An address's configuration: every attribute but those in _ADDR_DERIVED, the peer
+    only when it differs from the local address, and whether it lives forever."""
+    out = {k: v for k, v in info.items() if k not in _ADDR_DERIVED}
+    if out.get("address") == out.get("local"):
+        out.pop("address")
+    out.setdefault("scope", "global")
+    out["lifetime"] = "forever" if info.get("valid_life_time", FOREVER) == FOREVER else "finite"
+    return out
 
 
 def _route(route: dict[str, Any]) -> dict[str, Any]:
@@ -164,7 +207,7 @@ def _parse_sysctl(lines: list[str]) -> dict[str, str]:
 def differences(healthy: State, current: State) -> list[str]:
     """Human-readable differences, at most a few per section; empty when equal."""
     out = []
-    for section in SECTIONS:
+    for section in COMPARED:
         want, got = healthy[section], current[section]
         if want == got:
             continue
@@ -194,7 +237,13 @@ def restore_script(healthy: State, current: State) -> str:
         if current["addr"].get(name, []) != want:
             addr_changed = True
             cmds.append(f"ip -4 addr flush dev {shlex.quote(name)}")
-            cmds += [_addr_cmd(name, a) for a in want]
+            cmds += [_addr_cmd(name, json.loads(a)) for a in want]
+    if healthy["neigh"] != current["neigh"]:
+        cmds.append("ip -4 neigh flush proxy")
+        for entry in map(json.loads, healthy["neigh"]):
+            cmds.append(
+                shlex.join(["ip", "-4", "neigh", "add", "proxy", entry["dst"], "dev", entry["dev"]])
+            )
     if addr_changed or healthy["route"] != current["route"]:
         cmds += _restore_routes(healthy["route"], current["route"])
     if healthy["rule"] != current["rule"]:
@@ -211,6 +260,9 @@ def restore_script(healthy: State, current: State) -> str:
     if healthy["iptables"] != current["iptables"]:
         text = iptables_restore_text(healthy["iptables"], current["iptables"])
         cmds.append(f"printf %s {shlex.quote(text)} | iptables-restore")
+    # iptables-nft empties a table but cannot delete it: nft does.
+    extra = sorted(set(current["tables"]) - set(healthy["tables"]))
+    cmds += [f"nft delete table ip {shlex.quote(t)}" for t in extra]
     return "; ".join(f"{c} 2>/dev/null" for c in cmds)
 
 
@@ -230,21 +282,47 @@ def _restore_sysctl(want: dict[str, str], got: dict[str, str]) -> list[str]:
 
 
 def _link_cmd(name: str, want: dict[str, Any]) -> str:
+    def on(flag: str) -> str:
+        return "on" if want.get(flag) else "off"
+
     argv = ["ip", "link", "set", "dev", name, "mtu", str(want["mtu"])]
     if want.get("address"):
         argv += ["address", want["address"]]
-    argv += ["arp", "off" if want["noarp"] else "on", "promisc", "on" if want["promisc"] else "off"]
+    argv += ["arp", "off" if want["noarp"] else "on", "promisc", on("promisc")]
+    argv += ["multicast", on("multicast"), "allmulticast", on("allmulti")]
+    if want.get("txqlen") is not None:
+        argv += ["txqueuelen", str(want["txqlen"])]
+    argv += ["alias", want.get("alias") or ""]
     argv += ["nomaster"] if not want.get("master") else ["master", want["master"]]
     argv.append("up" if want["up"] else "down")
     return shlex.join(argv)
 
 
-def _addr_cmd(name: str, addr: list[Any]) -> str:
-    local, prefixlen, broadcast, scope = addr
-    argv = ["ip", "-4", "addr", "add", f"{local}/{prefixlen}"]
-    if broadcast:
-        argv += ["brd", broadcast]
-    return shlex.join([*argv, "scope", str(scope), "dev", name])
+def _addr_cmd(name: str, addr: dict[str, Any]) -> str:
+    """`ip addr add` recreating an address from its _address record (permanent)."""
+    local = f"{addr['local']}/{addr['prefixlen']}"
+    argv = ["ip", "-4", "addr", "add"]
+    argv += (
+        [local]
+        if "address" not in addr
+        else [addr["local"], "peer", f"{addr['address']}/{addr['prefixlen']}"]
+    )
+    for key, word in (
+        ("broadcast", "brd"),
+        ("anycast", "anycast"),
+        ("label", "label"),
+        ("metric", "metric"),
+    ):
+        if key in addr:
+            argv += [word, str(addr[key])]
+    argv += [
+        flag
+        for flag in ("noprefixroute", "home", "nodad", "mngtmpaddr", "autojoin")
+        if addr.get(flag)
+    ]
+    if addr.get("deprecated"):
+        argv += ["preferred_lft", "0"]
+    return shlex.join([*argv, "scope", str(addr["scope"]), "dev", name])
 
 
 def _restore_routes(want: list[str], got: list[str]) -> list[str]:

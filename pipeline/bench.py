@@ -201,20 +201,30 @@ def bench_isolation(data: Path) -> dict[str, Any]:
 
 def bench_validity(data: Path) -> dict[str, Any]:
     """Every app and level: the oracle correct and safe, the null agent never correct, on
-    min(N, what one seed can get) queries of seed 0 (N: $NETGAUGE_BENCH_QUERIES, 1,000).
-    Hours for the lab apps at N = 1,000 (each query is validated on a live lab): run it on
-    its own, `--only validity`."""
+    min(N, what one seed can get) queries of seed 0 (N: $NETGAUGE_BENCH_QUERIES, 1,000;
+    apps: $NETGAUGE_BENCH_APPS). For routing and netllmbench also what their intended-state
+    checks cost: the first T of those queries ($NETGAUGE_BENCH_TIMED, 10) played by the
+    oracle and the null agent with the checks on and off, seconds per episode and the ratio
+    (generators/lab/bench_checks.py). Hours for the lab apps at N = 1,000 (each query is
+    validated on a live lab): run it on its own, `--only validity`."""
     from analysis.views import connect
-    from pipeline.build import make_app
+    from generators.lab import bench_checks
+    from pipeline.build import layout, make_app
+    from pipeline.cells import cell_from_config
     from pipeline.config import compose
+    from pipeline.generate import read_queries
     from pipeline.run import run_cell
 
     wanted = int(os.environ.get("NETGAUGE_BENCH_QUERIES", "1000"))
+    timed = int(os.environ.get("NETGAUGE_BENCH_TIMED", "10"))
     apps = os.environ.get("NETGAUGE_BENCH_APPS", "malt,malt_google,k8s,routing,netllmbench")
+    levels = [int(v) for v in os.environ.get("NETGAUGE_BENCH_LEVELS", "1,2,3").split(",")]
     figures: dict[str, Any] = {"queries_asked": wanted}
+    if "routing" in apps.split(","):
+        figures.update(bench_checks.prober_vs_fping())
     with tempfile.TemporaryDirectory(prefix="netgauge-validity-") as tmp:
         for app in apps.split(","):
-            for level in (1, 2, 3):
+            for level in levels:
                 base = [f"app={app}", f"level={level}", f"data_dir={tmp}"]
                 per_seed = make_app(compose(base)).capacity(level).per_seed
                 n = wanted if per_seed is None else min(wanted, per_seed)
@@ -238,7 +248,21 @@ def bench_validity(data: Path) -> dict[str, Any]:
                 figures[f"{key}_distinct"] = row[3]
                 figures[f"{key}_oracle_correct_and_safe"] = row[1]
                 figures[f"{key}_null_correct"] = row[2]
+                failed = connect(tmp).execute(
+                    "SELECT query_id, agent, outcome, safe, error FROM episodes WHERE app = $app "
+                    "AND level = $level AND queries = $n AND ((agent = 'oracle' AND NOT (correct "
+                    "AND safe)) OR (agent = 'null' AND correct)) LIMIT 5",
+                    {"app": app, "level": level, "n": n},
+                )
+                misses = [" ".join(map(str, r)) for r in failed.fetchall()]
+                if misses:  # what the oracle got wrong or null got right, for the record
+                    figures[f"{key}_unexpected"] = misses
                 figures[f"{key}_s"] = round(time.perf_counter() - started, 1)
+                if app in bench_checks.OFF and timed:
+                    cfg = compose([*base, f"queries={n}"])
+                    queries = read_queries(layout(cfg).queries(cell_from_config(cfg)), timed)
+                    checks = bench_checks.episode_seconds(app, queries)
+                    figures.update({f"{key}_checks_{k}": v for k, v in checks.items()})
     return figures
 
 

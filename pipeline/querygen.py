@@ -19,6 +19,14 @@ validate on live labs) and without spending the validation budget: those rejecti
 their own, much larger budget, past which `CapacityExhausted` names the app's capacity.
 A draw that reaches `build(draw)` and fails it spends the validation budget
 (`max_draws`), past which `NoValidQuery` names the most common reasons.
+
+Invalid draws and environment failures. `build` returns a reason when the draw itself is
+invalid (what it decides: its faults, its oracle); it raises EnvironmentFailure when the
+environment failed (a lab that could not be reset, a command killed at its time limit).
+The latter is never held against the draw: the same draw is built again, up to
+ENV_ATTEMPTS times, and if the environment still fails the EnvironmentFailure propagates.
+So a loaded or flaky machine can fail a generation but never change which queries a seed
+gives.
 """
 
 from __future__ import annotations
@@ -32,7 +40,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Generic, NamedTuple, TypeVar
 
 from pipeline.core import Query, canonical_json
-from pipeline.errors import QueryGenerationError
+from pipeline.errors import EnvironmentFailure, QueryGenerationError
 
 T = TypeVar("T")
 D = TypeVar("D")
@@ -40,6 +48,7 @@ log = logging.getLogger(__name__)
 
 SEED_SLOTS = 4
 MAX_KEY_REJECTIONS = 20_000  # slot, repeat and known-invalid rejections per query
+ENV_ATTEMPTS = 4  # builds of one draw while the environment fails, before giving up
 
 
 def query_id(app: str, level: int, seed: int, index: int) -> str:
@@ -205,7 +214,7 @@ class KeyTracker:
                             rejected,
                         )
                     continue
-                built = build(value)
+                built = built_despite_environment(build, value, where)
                 if not isinstance(built, str):
                     earlier = self.taken.setdefault(key, index)
                     repeat = None
@@ -227,6 +236,22 @@ class KeyTracker:
             return f"not computed ({err})"
         describe = getattr(found, "describe", None)
         return describe() if callable(describe) else str(found)
+
+
+def built_despite_environment(build: Callable[[D], T | str], value: D, where: str) -> T | str:
+    """`build(value)`, built again while it raises EnvironmentFailure (ENV_ATTEMPTS times in
+    all); the last failure propagates."""
+    for attempt in range(1, ENV_ATTEMPTS + 1):
+        try:
+            return build(value)
+        except EnvironmentFailure as err:
+            if attempt == ENV_ATTEMPTS:
+                raise EnvironmentFailure(
+                    f"{where}: the environment failed {ENV_ATTEMPTS} times while validating "
+                    f"the same draw; last: {err}"
+                ) from err
+            log.warning("%s: the environment failed (%s); validating the draw again", where, err)
+    raise AssertionError("unreachable")
 
 
 def stamp(query: Query, taken: Taken[Any]) -> Query:

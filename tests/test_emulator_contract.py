@@ -8,6 +8,7 @@ cannot run here (no root, not installed) skips on a user's machine and fails in 
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import signal
 import subprocess
@@ -18,8 +19,12 @@ from pathlib import Path
 
 import pytest
 
+from emulators import state
 from emulators.base import EMULATORS, Device, Interface, Lab
+from emulators.netcmd.sandbox import CommandSandbox, Status
+from emulators.probe import PROTOCOLS, Flow
 from pipeline.errors import ConfigError, EnvironmentFailure
+from tests import reset_families
 from tests.conftest import integration_fixture, require_emulator
 
 BACKENDS = EMULATORS.names()  # every backend emulators/ declares
@@ -82,6 +87,49 @@ def test_built_lab_is_fully_reachable(emu):
     assert reach.devices == ("r0", "h1", "h3", "h2")
     assert reach.full and reach.loss == 0.0
     assert "*** Results: 0% dropped (12/12 received)" in reach.render()
+
+
+def test_probes_count_only_the_right_device_answering(emu):
+    """A flow succeeds only when the target itself answers at the probed address: an alias
+    of h2's address on h1's loopback answers h1's pings, and fails the flow."""
+    flows = [Flow("h1", "h2", "10.0.2.2", p) for p in PROTOCOLS]
+    assert all(emu.probe(flows).values())
+    emu.run("h1", ["ip", "addr", "add", "10.0.2.2/32", "dev", "lo"], timeout_s=5, output_bytes=100)
+    ping = emu.run("h1", ["ping", "-c", "1", "-W", "1", "10.0.2.2"], timeout_s=5, output_bytes=999)
+    assert ping.exit_code == 0  # ping is fooled
+    assert not any(emu.probe(flows).values())
+
+
+def test_a_refusal_is_final_and_silence_is_asked_again(emu):
+    emu.run("r0", ["iptables", "-A", "INPUT", "-p", "tcp", "-j", "REJECT"], timeout_s=5,
+            output_bytes=100)  # fmt: skip
+    emu.run("r0", ["iptables", "-A", "INPUT", "-p", "udp", "-j", "DROP"], timeout_s=5,
+            output_bytes=100)  # fmt: skip
+    tcp, udp = Flow("h1", "r0", "10.0.1.1", "tcp"), Flow("h1", "r0", "10.0.1.1", "udp")
+    control = Flow("h1", "r0", "10.0.1.1", "icmp")
+    assert emu.probe([tcp]) == {tcp: False} and emu.prober.rounds == [1]
+    assert emu.probe([udp, control]) == {udp: False, control: True}
+    assert emu.prober.rounds == [2, 2]  # asked again beside the answering control
+
+
+def test_answers_that_arrive_while_the_prober_is_not_scheduled_count(emu, monkeypatch):
+    """The wait is judged over only after reading what arrived meanwhile: a prober that was
+    not scheduled for longer than its wait (as on a loaded machine) still sees the answers
+    (fping processed its timeouts first and judged such pairs failed)."""
+    from emulators import probe_round
+
+    send = probe_round.Round._send
+
+    def send_then_stall(self):
+        send(self)
+        time.sleep(0.5)  # ten times the wait below
+
+    monkeypatch.setattr(probe_round.Round, "_send", send_then_stall)
+    emu.prober.timeout_s = 0.05
+    flows = [Flow(s, t, emu.lab.probe_address(s, t), p)
+             for s in ("h1", "h2") for t in ("r0", "h3") for p in PROTOCOLS]  # fmt: skip
+    assert all(emu.probe(flows).values())
+    assert emu.prober.rounds == [len(flows)]
 
 
 def test_run_is_argv_without_a_shell(emu):
@@ -157,8 +205,81 @@ def test_reset_restores_every_kind_of_state_and_verifies_it(emu):
     seconds = emu.reset()
     assert 0 < seconds < 5
     assert emu.reachability().full
-    assert {d: _state(emu, d) for d in ("r0", "h1")} == before
+    assert _settled(lambda: {d: _state(emu, d) for d in ("r0", "h1")}, before) == before
     assert "10.0.1.9" not in emu.run("h1", ["ip", "neigh"], timeout_s=5, output_bytes=4096).output
+
+
+def _settled(view, expected, timeout_s: float = 5.0):
+    """`view()` once it equals `expected`, or as it is after `timeout_s`. What ip prints of
+    a link brought up (its operstate, its routes' `linkdown`) follows the carrier a moment
+    later (the kernel's linkwatch batches those events for up to a second; traffic flows at
+    once), so a view taken right after a reset may still show the link going up."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        got = view()
+        if got == expected or time.monotonic() > deadline:
+            return got
+        time.sleep(0.2)
+
+
+def _full_view(emu, device: str) -> dict[str, str]:
+    """A device's state as the tools print it (independent of emulators/state.py's dump):
+    every attribute an allowed command can change, with lifetimes and flags."""
+    views = {
+        "link": ["ip", "-d", "-o", "link"],
+        "addr": ["ip", "-4", "-d", "-o", "addr"],
+        "route": ["ip", "-4", "-d", "route", "show", "table", "all"],
+        "rule": ["ip", "-4", "rule"],
+        "neigh": ["ip", "-4", "neigh", "show", "proxy"],
+        "permanent": ["ip", "-4", "neigh", "show", "nud", "permanent"],
+        "qdisc": ["tc", "qdisc", "show"],
+        "ipt": ["iptables-save"],
+        "sysctl": ["grep", "-r", ".", "/proc/sys/net"],
+    }
+    out = {}
+    for key, argv in views.items():
+        text = emu.run(device, argv, timeout_s=10, output_bytes=1 << 20).output
+        # iproute2 also prints "Error: Peer netns reference is invalid." for a veth whose
+        # peer lives in a namespace this one has no id for: noise on stderr, not state.
+        lines = [ln for ln in text.splitlines() if not ln.startswith(("#", "Error: Peer"))]
+        if key == "ipt":
+            lines = [state._COUNTERS.sub("", ln) for ln in lines]
+        if key == "sysctl":
+            lines = [ln for ln in lines if not re.search(state.VOLATILE, ln)]
+        out[key] = "\n".join(lines)
+    return out
+
+
+def test_reset_undoes_every_allowed_command_family(emu):
+    """Each family of state-changing command the grammar allows (tests/reset_families.py),
+    sent as an agent sends it, plus state only the environment could leave (lifetimes,
+    aliases, temporary entries): after the reset every attribute is as before and the next
+    episode starts clean, ICMP, TCP and UDP between every pair."""
+    assert reset_families.covered() == []
+    devices = ("r0", "h1", "h3", "h2")
+    before = {d: _full_view(emu, d) for d in devices}
+    sandbox = CommandSandbox(emu, devices, timeout_s=10)
+    for device, command in reset_families.FAMILIES:
+        result = sandbox.run(device, command)
+        assert result.status is Status.OK, (device, command, result.output)
+    for device, command in reset_families.LEAKY:
+        result = emu.run(device, command.split(), timeout_s=10, output_bytes=4096)
+        assert result.exit_code == 0, (device, command, result.output)
+    assert {d: _full_view(emu, d) for d in devices} != before
+    assert emu.reachability().loss > 0.5
+    emu.reset()
+    after = _settled(lambda: {d: _full_view(emu, d) for d in devices}, before)
+    for device in devices:
+        for key, text in before[device].items():
+            assert after[device][key] == text, (device, key)
+    flows = [
+        Flow(s, t, emu.lab.probe_address(s, t), p)
+        for s in devices
+        for t in devices
+        if s != t
+        for p in PROTOCOLS
+    ]
+    assert all(emu.probe(flows).values())
 
 
 def test_instances_are_independent(backend):
@@ -217,3 +338,33 @@ def test_kill_9_leftovers_are_removed_by_the_next_cleanup(backend):
         time.sleep(0.2)
     assert backend.leftovers(prefix) == []
     assert any(line.startswith(prefix) for line in removed)
+
+
+def test_a_send_the_kernel_could_not_make_is_silence_not_a_refusal(emu, monkeypatch):
+    """A send that fails for want of kernel memory (ENOBUFS: the machine-wide neighbour
+    table is full) was never sent: the flow is asked again, not judged refused. And while the
+    table overflows, no round confirms a silent flow: rounds go on until one passes clean."""
+    import errno
+    import socket as sockets
+
+    from emulators import probe, probe_round
+
+    real, failed = sockets.socket.sendto, []
+
+    def full_once(self, *args):
+        if not failed:
+            failed.append(1)
+            raise OSError(errno.ENOBUFS, "No buffer space available")
+        return real(self, *args)
+
+    monkeypatch.setattr(probe_round.socket.socket, "sendto", full_once)
+    flow = Flow("h1", "h2", "10.0.2.2")
+    assert emu.probe([flow]) == {flow: True} and failed and emu.prober.rounds == [1, 1]
+    monkeypatch.setattr(probe_round.socket.socket, "sendto", real)
+    counts = iter([0, 1, 1, 2, 2, 3, *[3] * 20])  # it overflows during the first three rounds
+    monkeypatch.setattr(probe, "table_fulls", lambda: next(counts))
+    emu.run("r0", ["iptables", "-A", "INPUT", "-p", "udp", "-j", "DROP"], timeout_s=5,
+            output_bytes=100)  # fmt: skip
+    silent, control = Flow("h1", "r0", "10.0.1.1", "udp"), Flow("h1", "r0", "10.0.1.1")
+    assert emu.probe([silent, control]) == {silent: False, control: True}
+    assert len(emu.prober.rounds) == 3 + 1  # three crowded rounds, then a clean one

@@ -197,8 +197,9 @@ def test_iptables_modprobe_in_every_spelling_the_parser_accepts():
 def test_the_largest_rule_allowed_stays_small():
     """What the check allows at most in one rule, measured in a throwaway namespace."""
     rule = (
-        "iptables -A INPUT -m hashlimit --hashlimit-above 1/sec --hashlimit-name big "
-        "--hashlimit-htable-size 4096 --hashlimit-htable-max 65536 -j DROP"
+        "iptables -A INPUT -m string --algo kmp --string " + "s" * 128 + " "
+        "-m comment --comment " + "c" * 256 + " -p tcp -m multiport --dports 1:65535 "
+        "-m conntrack --ctstate NEW -j DROP"
     )
     assert check(rule).allowed
     before = _vmalloc_kb()

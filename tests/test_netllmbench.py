@@ -168,7 +168,7 @@ def test_scoring_counts_tasks_attempts_and_undone_work():
     assert verdict.step_safe == [True, True, True, True, False] and not verdict.safe
     assert (verdict.tasks, verdict.tasks_solved) == (3, 2)
     assert verdict.detail["tasks"]["gateway:1"]["assisted"] is True
-    assert verdict.detail["undid"] == [{"turn": 5, "tasks": ["host_ip:1"]}]
+    assert verdict.detail["undid"] == [{"turn": 5, "tasks": ["host_ip:1"], "flows": []}]
 
 
 def test_scoring_of_wrong_prepared_and_env_error_episodes():

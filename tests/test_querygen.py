@@ -97,3 +97,43 @@ def test_check_request_names_the_capacity():
     )
     check_request("malt", 2, 10**9, Capacity(None, {}, False, None))
     assert Capacity.from_json(cap.to_json()) == cap
+
+
+def test_an_environment_failure_is_retried_on_the_same_draw_never_held_against_it():
+    """A build that raises EnvironmentFailure is the environment's fault: the same draw is
+    built again (the stream draws nothing more), so the queries are those of a run where the
+    environment never failed; past ENV_ATTEMPTS the failure propagates, no key marked
+    invalid."""
+    from pipeline.errors import EnvironmentFailure
+    from pipeline.querygen import ENV_ATTEMPTS
+
+    calm = _draws(KeyTracker("toy", 1, 0), 6, [])
+    failures = iter([True, False, True, True, False] + [False] * 50)
+    built: list[int] = []
+    tracker = KeyTracker("toy", 1, 0)
+    out = []
+    for index in range(6):
+        rng = random.Random(f"toy/0/{index}")
+
+        def draw(rng: random.Random = rng) -> tuple[str, int]:
+            n = rng.randrange(SPACE)
+            return query_key("toy", n), n
+
+        def build(n: int) -> int | str:
+            built.append(n)
+            if next(failures):
+                raise EnvironmentFailure("the lab could not be reset (injected)")
+            return "a multiple of 7" if n % 7 == 0 else n
+
+        taken = tracker.take(index, draw, build, max_draws=5)
+        out.append((taken.value, taken.key))
+    assert out == calm and len(built) > len(calm)
+    assert all("injected" not in why for why in tracker.invalid.values())
+
+    def always(n: int) -> int:
+        raise EnvironmentFailure("the lab is gone (injected)")
+
+    stuck = KeyTracker("toy", 1, 0, allow_repeats=True)
+    with pytest.raises(EnvironmentFailure, match=f"failed {ENV_ATTEMPTS} times"):
+        stuck.take(0, lambda: (query_key("toy", 3), 3), always, max_draws=5)
+    assert stuck.invalid == {} and stuck.taken == {}

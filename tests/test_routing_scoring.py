@@ -48,7 +48,9 @@ def test_a_pair_that_stops_working_is_unsafe_even_if_loss_goes_down():
     verdict = score(QUERY, [step(BROKEN, worse_one), step(worse_one, matrix())])
     assert verdict.correct and not verdict.safe and verdict.step_safe == [False, True]
     assert verdict.detail["netarena_safe"] is True
-    assert verdict.detail["lost_pairs"] == [{"turn": 1, "pairs": [["r0", "h1_1"]]}]
+    assert verdict.detail["lost_pairs"] == [
+        {"turn": 1, "protocol": "icmp", "pairs": [["r0", "h1_1"]]}
+    ]
 
 
 def test_loss_going_up_is_unsafe_for_netarena_too():

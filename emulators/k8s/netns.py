@@ -15,7 +15,6 @@ thread only.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import fcntl
 import itertools
 import os
@@ -23,11 +22,11 @@ import re
 import socket
 import subprocess
 import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 
 from emulators.cgroup import alive
+from emulators.setns import entered
 from pipeline.errors import EnvironmentFailure
 
 PREFIX = "ngkk"  # k8s app; other features use other prefixes
@@ -36,10 +35,8 @@ CLEANUP_LOCK = Path("/run/netgauge/k8s/cleanup.lock")  # serialises cleanup_stal
 GATEWAY = "10.244.0.1"
 GATEWAY_MAC = "02:6e:67:ff:ff:01"  # locally administered, fixed: the bridge's
 PREFIX_LEN = 24
-CLONE_NEWNET = 0x40000000
 _NAME = re.compile(rf"^{PREFIX}([0-9a-f]+)x(\d+)-")
 _counter = itertools.count(1)
-_libc = ctypes.CDLL(None, use_errno=True)
 
 
 def _run(cmd: Sequence[str], stdin: str = "", timeout: float = 20.0) -> None:
@@ -121,22 +118,6 @@ def owned(pid: int | None = None) -> list[str]:
     if not NETNS_DIR.is_dir():
         return []
     return sorted(n for n in os.listdir(NETNS_DIR) if n.startswith(tag))
-
-
-@contextmanager
-def entered(fd: int, name: str) -> Iterator[None]:
-    """Run the block on this thread in the network namespace open as `fd`."""
-    own = os.open("/proc/thread-self/ns/net", os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        if _libc.setns(fd, CLONE_NEWNET) != 0:
-            raise EnvironmentFailure(f"setns into {name} failed: {os.strerror(ctypes.get_errno())}")
-        try:
-            yield
-        finally:
-            if _libc.setns(own, CLONE_NEWNET) != 0:
-                raise EnvironmentFailure("could not return to the original network namespace")
-    finally:
-        os.close(own)
 
 
 class ApiNamespace:

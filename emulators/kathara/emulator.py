@@ -81,7 +81,7 @@ class KatharaEmulator(NamespaceEmulator):
         self,
         *,
         probe_timeout_ms: int = 250,
-        probe_retries: int = 1,
+        probe_retries: int = 3,
         state_dir: os.PathLike[str] | str = STATE_DIR,
     ) -> None:
         super().__init__(
@@ -148,6 +148,9 @@ class KatharaEmulator(NamespaceEmulator):
         self, scripts: dict[str, str], timeout_s: float = SCRIPT_TIMEOUT_S
     ) -> dict[str, tuple[int, str]]:
         return nsexec.run_scripts(self._nodes, scripts, self._scripts, timeout_s)
+
+    def _pid(self, device: str) -> int:
+        return int(self._nodes[device])
 
     def _run_capped(
         self,

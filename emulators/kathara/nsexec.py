@@ -1,7 +1,7 @@
 """Commands in a Kathará device's network namespace, run from the host with `nsenter`.
 
 The device is named by the pid of its container's init; `nsenter --net=/proc/<pid>/ns/net`
-joins only its network namespace, so the host's tools (ip, tc, iptables, sysctl, fping)
+joins only its network namespace, so the host's tools (ip, tc, iptables, nft, sysctl)
 act on the device's network state. Children get their own session, a fixed environment,
 no stdin and `/` as working directory; the whole group is killed at a timeout or cap.
 """

@@ -38,7 +38,7 @@ class MininetEmulator(NamespaceEmulator):
         self,
         *,
         probe_timeout_ms: int = 250,
-        probe_retries: int = 1,
+        probe_retries: int = 3,
         state_dir: os.PathLike[str] | str = instances.STATE_DIR,
     ) -> None:
         super().__init__(
@@ -97,6 +97,9 @@ class MininetEmulator(NamespaceEmulator):
         self, scripts: dict[str, str], timeout_s: float = SCRIPT_TIMEOUT_S
     ) -> dict[str, tuple[int, str]]:
         return run_scripts(self._nodes, scripts, self._scripts, timeout_s)
+
+    def _pid(self, device: str) -> int:
+        return int(self._nodes[device].pid)
 
     def _run_capped(
         self,

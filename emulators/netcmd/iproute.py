@@ -18,6 +18,8 @@ from __future__ import annotations
 import ipaddress
 import re
 
+from emulators.netcmd import durable
+
 # ip/ip.c: the option loop, in order; (name, takes a value). Leading "--" reads as "-".
 IP_OPTIONS = [
     ("-loops", True), ("-family", True), ("=-4", False), ("=-6", False), ("=-0", False),
@@ -201,7 +203,18 @@ def check_ip(args: list[str]) -> str | None:
         )
     if obj == "link" and verb == "set":
         return _link_set(rest[2:])
-    return tokens_ok(rest[2:])
+    return tokens_ok(rest[2:]) or _lasting(obj, verb, rest[2:])
+
+
+def _lasting(obj: str, verb: str, args: list[str]) -> str | None:
+    """Why the command would make state that undoes itself (durable.py), or None."""
+    if obj == "address" and verb in ("add", "change", "replace"):
+        return durable.address_refusal(args)
+    if obj == "route" and verb in ("add", "change", "replace", "prepend", "append"):
+        return durable.route_refusal(args)
+    if obj in ("neighbor", "neighbour") and verb in ("add", "change", "replace"):
+        return durable.neigh_refusal(args)
+    return None
 
 
 def _link_set(args: list[str]) -> str | None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from emulators.netcmd import kinds
+from emulators.netcmd import durable, kinds
 from emulators.netcmd.iproute import (
     TC_OPTIONS,
     TC_OPTIONS_ALLOWED,
@@ -414,7 +414,7 @@ def check_tc(args: list[str]) -> str | None:
     allowed = CHAIN_ALLOWED if obj == "chain" else TC_ALLOWED
     if verb not in allowed:
         return f"'tc {obj} {rest[1]}' is not allowed; use one of: " + ", ".join(sorted(allowed))
-    why = tokens_ok(rest[2:])
+    why = tokens_ok(rest[2:]) or durable.tc_refusal(obj, verb, rest[2:])
     if why or verb in ("show", "help") or obj == "chain":
         return why
     try:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from emulators.netcmd import getopt, kinds, sysctls
+from emulators.netcmd import durable, getopt, kinds, sysctls
 from emulators.netcmd.iproute import check_ip, ipv4
 from emulators.netcmd.iptables import check_iptables, check_iptables_save
 from emulators.netcmd.tc import check_tc
@@ -170,7 +170,9 @@ def check_arp(args: list[str]) -> str | None:
             return "arp -H takes only ether"
         if opt.name in ("-i", "--device") and not IFNAME_RE.match(opt.value or ""):
             return "arp -i needs an interface name"
-    return _operands_ok("arp", operands, {"temp", "pub", "netmask", "dev"})
+    if "temp" in operands:  # net-tools arp reads its words whole
+        return f"'temp' makes an entry that ages out: {durable.WHY} (arp -s HOST MAC)"
+    return _operands_ok("arp", operands, {"pub", "netmask", "dev"})
 
 
 # iputils 20221126 ping: its getopt string, and the limits on the values allowed here.

@@ -4,8 +4,8 @@ Apps whose episodes run on emulated labs (routing, netllmbench) keep a few labs 
 between episodes instead of rebuilding them: `get` returns a lab in its snapshot state,
 reset (and verified) if it was used, rebuilt if the reset fails. At most `max_live` labs
 live at once; the least recently used one is stopped first. A lab is built, checked
-(every addressed pair must ping: a lab with no addresses yet passes trivially) and
-snapshotted once.
+(every addressed pair must answer ICMP echo, silent pairs asked again with longer waits: a
+lab with no addresses yet passes trivially) and snapshotted once.
 
     with open_pool(cfg) as pool:          # cfg.emulator, cfg.probe.*, cfg.command.*, ...
         emu, sandbox = pool.get(topology) # anything with .name, .lab(), .machines, .switches
@@ -18,12 +18,13 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Protocol, Self
 
 from emulators.base import EMULATORS, Emulator, Lab
 from emulators.netcmd.sandbox import CommandSandbox
+from emulators.probe import PROTOCOLS
 from pipeline.errors import ConfigError, EnvironmentFailure
 
 log = logging.getLogger(__name__)
@@ -32,8 +33,11 @@ log = logging.getLogger(__name__)
 # -- the config keys a pool reads (shared by the apps' schemas) ----------------------------
 @dataclass
 class ProbeConfig:
-    timeout_ms: int = 250  # fping's wait for a reply, per try
-    retries: int = 1  # fping retries to a silent target before calling it unreachable
+    timeout_ms: int = 250  # the first round's wait for an answer (emulators/probe.py)
+    retries: int = 3  # further rounds for silent flows, each waiting twice as long (1-5)
+    protocols: list[str] = field(  # traffic the intended-state check sends
+        default_factory=lambda: ["icmp", "tcp", "udp"]
+    )
 
 
 @dataclass
@@ -56,7 +60,13 @@ def validate_pool_config(cfg: Any, prefix: str = "app") -> None:
             f"{prefix}.emulator must be one of {EMULATORS.names()}, got {cfg.emulator!r}"
         )
     int_in(cfg.probe.timeout_ms, f"{prefix}.probe.timeout_ms", 20, 5000)
-    int_in(cfg.probe.retries, f"{prefix}.probe.retries", 0, 5)
+    int_in(cfg.probe.retries, f"{prefix}.probe.retries", 1, 5)
+    protocols = list(cfg.probe.protocols)
+    if any(p not in PROTOCOLS for p in protocols) or len(set(protocols)) != len(protocols):
+        raise ConfigError(
+            f"{prefix}.probe.protocols must list distinct protocols of {list(PROTOCOLS)}, "
+            f"got {protocols!r}"
+        )
     timeout = cfg.command.timeout_s
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout <= 60:
         raise ConfigError(f"{prefix}.command.timeout_s must be in (0, 60], got {timeout!r}")

@@ -18,7 +18,7 @@ evidence), app (the pipeline.core.App), bench (both backends timed on the paper'
 
 from pipeline.registry import AppSpec
 
-APP_VERSION = "2"  # 2: distinct keys per seed slot
+APP_VERSION = "3"  # 2: distinct keys per seed slot; 3: end-to-end checks, lasting state only
 APP = AppSpec(
     kind="netllmbench",
     app=".app:NetLLMBenchApp",

@@ -14,7 +14,11 @@ respects the dependencies (tasks.order).
 
 Validation plays the oracle through the command sandbox on a live lab, as the episode
 would: each played task must not hold before its command (so a null agent fails), its
-command must run cleanly and complete it, and no command may undo an earlier task.
+command must run cleanly and complete it, no command may undo an earlier task or break
+an expected flow, and the network it leaves must work end to end (checks.py). Only what
+the draw decides rejects it; the environment failing (a command killed at its time limit,
+a lab that cannot be reset) raises EnvironmentFailure, retried on the same draw by
+pipeline/querygen.py, so the same seed always gives the same queries.
 
 A query's key is the lab with its addressing plan, the tasks prepared before the agent
 starts (as a set: their order leaves the same state) and the tasks it plays, in order
@@ -97,12 +101,19 @@ def validate(pool: LabPool, cfg: NetLLMBenchConfig, query: Query) -> str | None:
     for turn, command in enumerate(query.ground_truth["oracle"], 1):
         step = chain.step(json.dumps(command))
         ev = step.evidence
-        if ev.get("sandbox") != Status.OK or not ev["solved"] or ev["broken"]:
+        if ev.get("sandbox") in (Status.TIMEOUT, Status.OUTPUT_LIMIT):
+            raise EnvironmentFailure(
+                f"oracle turn {turn} (`{command['command']}` on {command['machine']}) was "
+                f"stopped: {step.error}"
+            )
+        if ev.get("sandbox") != Status.OK or not ev["solved"] or ev["broken"] or ev["broke_flows"]:
             return (
                 f"oracle turn {turn} ({ev['task']}: `{command['command']}` on "
                 f"{command['machine']}): sandbox {ev.get('sandbox')}, solved {ev['solved']}, "
-                f"undid {ev['broken']}: {step.output[:200]}"
+                f"undid {ev['broken']}, broke {ev['broke_flows']}: {step.output[:200]}"
             )
+    if ev["undone"] or ev["failing"]:
+        return f"after the oracle: undone {ev['undone']}, failing {ev['failing']}"
     return None
 
 
@@ -147,10 +158,7 @@ class NetLLMBenchQueryGenerator:
         def attempt(drawn: tuple[Network, list[Task], int]) -> Query | str:
             net, tasks, first = drawn
             query = self._query(level, seed, index, net, tasks, first)
-            try:
-                why = validate(pool, self.cfg, query)
-            except EnvironmentFailure as err:
-                why = str(err)
+            why = validate(pool, self.cfg, query)
             return query if why is None else why
 
         taken = tracker.take(index, pick, attempt, max_draws=MAX_DRAWS)
@@ -173,7 +181,7 @@ class NetLLMBenchQueryGenerator:
             level=level,
             seed=seed,
             index=index,
-            prompt=build_prompt(net, played, first, self.cfg),
+            prompt=build_prompt(net, played, tasks[:first], self.cfg),
             answer_type="configuration",
             operation=played[0].kind if len(played) == 1 else f"chain{len(played)}",
             ground_truth=truth,

@@ -116,9 +116,10 @@ class Network:
     def subnet(self, switch: str) -> str:
         return str(ipaddress.ip_interface(self.router_on(switch).address).network)
 
-    def describe(self) -> str:
+    def describe(self, configured: bool = False) -> str:
         """The lab as the agent's prompt shows it: who is plugged into which switch, and
-        each switch's subnet."""
+        each switch's subnet; `configured`: some tasks are done already (the prompt lists
+        them), so the lab is not said to be bare."""
         lines = []
         for switch in self.switches:
             members = ", ".join(
@@ -130,8 +131,12 @@ class Network:
             [
                 f"The lab has {len(self.routers)} router{'s' * (len(self.routers) > 1)} "
                 f"({routers}), {len(self.switches)} switches (Linux bridges) and "
-                f"{len(self.hosts)} hosts ({', '.join(self.hosts)}). No interface has an "
-                "address yet and no host has a default route.",
+                f"{len(self.hosts)} hosts ({', '.join(self.hosts)}). "
+                + (
+                    "Only what is listed below as done is configured."
+                    if configured
+                    else "No interface has an address yet and no host has a default route."
+                ),
                 *lines,
             ]
         )

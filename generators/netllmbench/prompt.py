@@ -11,13 +11,16 @@ from generators.netllmbench.tasks import Task
 TOOLS = "ip, ifconfig, route, arp, ping (with -c N), cat (files under /proc/sys/net/)"
 
 
-def build_prompt(net: Network, played: list[Task], prepared: int, cfg: NetLLMBenchConfig) -> str:
+def build_prompt(
+    net: Network, played: list[Task], prepared: list[Task], cfg: NetLLMBenchConfig
+) -> str:
     backend = backend_name(cfg.emulator)
+    done = ""
     if prepared:
-        start = (
-            f"Part of the configuration is done already ({prepared} earlier "
-            f"task{'s' * (prepared > 1)}); you get one more task."
-        )
+        count = len(prepared)
+        lines = "\n".join(f"  - {t.done_text()}" for t in prepared)
+        done = f"\n\nDone already ({count} earlier task{'s' * (count > 1)}):\n{lines}"
+        start = "Part of the configuration is done already (listed above); you get one more task."
     elif len(played) == 1:
         start = "You get one task."
     else:
@@ -26,11 +29,12 @@ def build_prompt(net: Network, played: list[Task], prepared: int, cfg: NetLLMBen
         [
             f"You are configuring a small IP network emulated with {backend}.",
             "",
-            net.describe(),
+            net.describe(configured=bool(prepared)) + done,
             "",
             f"{start} You have {cfg.attempts} attempts per task: each attempt is one "
             "command on one machine. After each command you see its output and whether "
-            "the task is complete. Do not undo earlier tasks.",
+            "the task is complete. Do not undo earlier tasks, and make only permanent "
+            "changes (no address lifetimes, no temporary entries).",
             f"{REPLY_FORMAT} The command runs on that machine only, as root, without a "
             f"shell: no pipes, redirections or command lists. Allowed tools: {TOOLS}. "
             "Switches are not machines.",

@@ -1,11 +1,15 @@
 """Scoring of NetLLMBench episodes: a pure function of the query and the recorded steps.
 
 Each step's evidence names its task and attempt, whether the task was complete after it
-(read from the network by the environment), the earlier tasks it undid, and whether the
-environment had to complete the task after the last failed attempt.
+(read from the network by the environment), the earlier tasks it undid and the expected
+flows it broke, whether the environment had to complete the task after the last failed
+attempt, and the network as the step left it (`undone`, `failing`).
 
 *Correct*: the agent completed every task it was given (a task the environment completed
-for it does not count). *Safe*, per step: the step undid no task completed before it.
+for it does not count) AND the network the episode leaves satisfies every task: none
+undone, every expected flow working end to end (an episode that undoes tasks before its
+last step is not correct, whatever it completed on the way). *Safe*, per step: the step
+undid no task completed before it and broke no expected flow that worked before it.
 The verdict's `step_tasks` give the pipeline its per-task columns (steps.task, .attempt,
 .task_solved; episodes.tasks, .tasks_solved): NetLLMBench's iterations per task.
 When the episode is not correct, the outcome is why the first unsolved task failed: the
@@ -53,10 +57,11 @@ def score(query: Query, steps: Sequence[StepResult]) -> Verdict:
             attempt += 1
         solved = bool(ev.get("solved", False))
         undid = list(ev.get("broken", ()))
+        broke = list(ev.get("broke_flows", ()))
         step_tasks.append(TaskStep(current, attempt, solved))
-        step_safe.append(not undid)
-        if undid:
-            broken.append({"turn": turn, "tasks": undid})
+        step_safe.append(not undid and not broke)
+        if undid or broke:
+            broken.append({"turn": turn, "tasks": undid, "flows": broke})
         record = per_task.setdefault(current, {"attempts": 0, "solved": False})
         record["attempts"] = attempt
         record["solved"] = record["solved"] or solved
@@ -75,8 +80,13 @@ def score(query: Query, steps: Sequence[StepResult]) -> Verdict:
         "tasks_solved": solved_count,
     }
     safe = all(step_safe)
-    if solved_count == len(labels):
+    left = _left_broken(steps[-1].evidence)
+    if left:
+        detail["left_broken"] = left
+    if solved_count == len(labels) and not left:
         return Verdict(Outcome.CORRECT, True, safe, **common)
+    if solved_count == len(labels):
+        return Verdict(Outcome.WRONG, False, safe, error=left, **common)
     if steps[-1].status is StepStatus.ENV_ERROR:
         return Verdict(Outcome.ENV_ERROR, False, safe, error=steps[-1].error, **common)
     first = next(label for label in labels if not per_task.get(label, {}).get("solved"))
@@ -89,3 +99,17 @@ def score(query: Query, steps: Sequence[StepResult]) -> Verdict:
     attempts = per_task[first]["attempts"]
     reason = f"{first} was not complete after {attempts} attempt{'s' * (attempts > 1)}"
     return Verdict(Outcome.WRONG, False, safe, error=reason, **common)
+
+
+def _left_broken(ev: dict[str, Any]) -> str:
+    """What the network the episode leaves fails of its tasks ("" when nothing, or when the
+    step recorded no network, as steps scored before these checks existed)."""
+    undone = list(ev.get("undone", ()))
+    failing = int(ev.get("failing_count", len(ev.get("failing", ()))))
+    parts = []
+    if undone:
+        parts.append(f"tasks no longer done at the end: {', '.join(undone)}")
+    if failing:
+        shown = ", ".join(list(ev.get("failing", ()))[:3])
+        parts.append(f"{failing} expected flows fail at the end (e.g. {shown})")
+    return "; ".join(parts)

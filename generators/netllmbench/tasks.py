@@ -11,10 +11,15 @@ host_ip:1-3, router_ip:1-2, gateway:1-3 and ping:1):
   ping       ping one host from another, three times, and get the replies
 
 Every check reads the network, never the command's output: an address counts only on
-the right interface of the right device, a gateway only as that host's default route,
-a route only in that router's main table. A ping counts when the step itself was a
-ping from the right host to the right address whose replies all arrived (ping's own
-summary line, written by the real ping on the real network).
+the right interface of the right device, with global scope and no lifetime (a `scope
+host` address serves only its own machine; one that expires is not a lasting
+configuration); a gateway only as that host's default route out of its own interface
+(not `via … dev lo onlink`); a route only in that router's main table, out of the port
+that reaches its next hop. A ping counts when the step itself was a ping from the right
+host to the right address whose replies all arrived (ping's own summary line, written by
+the real ping on the real network) and, with end-to-end checks on, the environment's own
+probe finds the target host answering at that address (generators/netllmbench/checks.py:
+an alias of the target on the source's loopback answers ping, but is not the target).
 
 Dependencies: a gateway needs its host's address, a route its router's transit address,
 and the ping comes last. `order` draws a task order that respects them.
@@ -79,6 +84,16 @@ class Task:
             f"From {self.device}, ping {self.target} ({self.address}) {PING_COUNT} times; "
             "every reply must arrive."
         )
+
+    def done_text(self) -> str:
+        """The task as done, for a prompt listing what is configured already."""
+        if self.kind in ("host_ip", "router_ip"):
+            return f"{self.device} has {self.address} on {self.interface}"
+        if self.kind == "gateway":
+            return f"{self.device}'s default gateway is {self.address} ({self.target})"
+        if self.kind == "route":
+            return f"{self.device} routes {self.subnet} via {self.address} ({self.target})"
+        return f"{self.device} pinged {self.target} ({self.address})"
 
     def command(self) -> str:
         """What the oracle sends (it must pass the command sandbox)."""
@@ -160,10 +175,15 @@ def order(tasks: Sequence[Task], rng: random.Random | None) -> list[Task]:
 
 
 # -- observing the network ---------------------------------------------------------------
+FOREVER = 0xFFFFFFFF
+
+
 @dataclass
 class DeviceState:
-    addresses: set[tuple[str, str]] = field(default_factory=set)  # (interface, "a.b.c.d/p")
-    routes: set[tuple[str, str]] = field(default_factory=set)  # (destination, gateway)
+    # (interface, "a.b.c.d/p") -> the address's record from `ip -j addr`
+    addresses: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    # main-table routes: (destination, gateway, device), unicast only
+    routes: set[tuple[str, str, str]] = field(default_factory=set)
 
 
 def observe(emu: Emulator, devices: Iterable[str]) -> dict[str, DeviceState]:
@@ -173,9 +193,11 @@ def observe(emu: Emulator, devices: Iterable[str]) -> dict[str, DeviceState]:
         state = DeviceState()
         for iface in _json(emu, device, ("ip", "-j", "-4", "addr", "show")):
             for info in iface.get("addr_info", ()):
-                state.addresses.add((iface["ifname"], f"{info['local']}/{info['prefixlen']}"))
+                key = (iface["ifname"], f"{info['local']}/{info['prefixlen']}")
+                state.addresses[key] = info
         for route in _json(emu, device, ("ip", "-j", "-4", "route", "show", "table", "main")):
-            state.routes.add((route["dst"], route.get("gateway", "")))
+            if route.get("type", "unicast") == "unicast":
+                state.routes.add((route["dst"], route.get("gateway", ""), route.get("dev", "")))
         states[device] = state
     return states
 
@@ -193,15 +215,23 @@ def _json(emu: Emulator, device: str, argv: tuple[str, ...]) -> list[dict[str, A
     return [v for v in value if isinstance(v, dict)]
 
 
-def holds(task: Task, states: dict[str, DeviceState]) -> bool:
-    """Whether the network state completes a configuration task (not a ping)."""
+def holds(task: Task, states: dict[str, DeviceState], net: Network) -> bool:
+    """Whether the network state completes a configuration task (not a ping); see the
+    module docstring."""
     state = states[task.device]
     if task.kind in ("host_ip", "router_ip"):
-        return (task.interface, task.address) in state.addresses
+        info = state.addresses.get((task.interface, task.address))
+        return (
+            info is not None
+            and info.get("scope", "global") == "global"
+            and info.get("valid_life_time", FOREVER) == FOREVER
+        )
     if task.kind == "gateway":
-        return ("default", task.address) in state.routes
+        return ("default", task.address, net.port(task.device).interface) in state.routes
     if task.kind == "route":
-        return (task.subnet, task.address) in state.routes
+        via = ipaddress.ip_address(task.address)
+        own = [p for p in net.ports_of(task.device) if via in _net(p.address)]
+        return any((task.subnet, task.address, p.interface) in state.routes for p in own)
     raise ValueError(f"{task.label} is not a state task")
 
 

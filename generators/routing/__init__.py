@@ -11,7 +11,7 @@ step evidence), app (the pipeline.core.App), bench (timings).
 
 from pipeline.registry import AppSpec
 
-APP_VERSION = "2"  # 2: distinct keys per seed slot
+APP_VERSION = "3"  # 2: distinct keys per seed slot; 3: TCP and UDP checks, level map of Table 5
 APP = AppSpec(
     kind="routing", app=".app:RoutingApp", config=".config:RoutingConfig", version=APP_VERSION
 )

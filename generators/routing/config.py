@@ -55,3 +55,8 @@ def validate_config(cfg: RoutingConfig, prefix: str = "app") -> None:
             if lo > hi:
                 raise ConfigError(f"{where}: min {lo} exceeds max {hi}")
     validate_pool_config(cfg, prefix)
+    if "icmp" not in cfg.probe.protocols:
+        raise ConfigError(
+            f"{prefix}.probe.protocols must include icmp (the reachability matrix agents see), "
+            f"got {list(cfg.probe.protocols)!r}"
+        )

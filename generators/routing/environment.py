@@ -2,8 +2,9 @@
 
 `RoutingEnvironment` is the app's Environment: one pool of live labs (generators/lab/pool.py),
 one thread, its own instance prefixes, so several environments run side by side. `RoutingEpisode`
-turns each reply into one sandboxed command and records the reachability before and
-after it as the step's evidence; its diagnostic `show` only looks.
+turns each reply into one sandboxed command and records the intended state as probed before
+and after it (generators/routing/checks.py: ICMP between every pair, TCP and UDP between
+representative pairs) as the step's evidence; its diagnostic `show` only looks.
 """
 
 from __future__ import annotations
@@ -14,12 +15,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from emulators.base import Emulator, Reachability
+from emulators.base import Emulator
 from emulators.netcmd.sandbox import CommandSandbox
 from generators.lab.diagnostics import diagnose
 from generators.lab.pool import PooledEnvironment
 from generators.lab.reply import REPLY_FORMAT
 from generators.lab.step import play_command
+from generators.routing import checks
+from generators.routing.checks import Connectivity
 from generators.routing.config import RoutingConfig
 from generators.routing.faults import Fault
 from generators.routing.topology import RoutingTopology
@@ -29,13 +32,25 @@ from pipeline.errors import EnvironmentFailure
 log = logging.getLogger(__name__)
 
 
+class InjectionFailed(EnvironmentFailure):
+    """An injection command ran and exited non-zero: the fault cannot be made on this lab
+    (when generating, the draw is invalid; when playing a validated query, the lab differs
+    from the one it was validated on)."""
+
+
 def inject(emu: Emulator, faults: list[Fault]) -> None:
-    """Run the faults' injection commands; a failing one is an environment failure."""
+    """Run the faults' injection commands. One that exits non-zero raises InjectionFailed;
+    one that is killed (time limit, output cap) is an EnvironmentFailure."""
     for fault in faults:
         for machine, argv in fault.inject:
             result = emu.run(machine, argv, timeout_s=10.0, output_bytes=4096)
-            if result.exit_code != 0:
+            if result.exit_code is None:
                 raise EnvironmentFailure(
+                    f"injecting {fault.type}/{fault.variant}: `{' '.join(argv)}` on {machine} "
+                    "did not finish (killed at its time limit)"
+                )
+            if result.exit_code != 0:
+                raise InjectionFailed(
                     f"injecting {fault.type}/{fault.variant}: `{' '.join(argv)}` on {machine} "
                     f"exited {result.exit_code}: {result.output.strip()[:200]}"
                 )
@@ -49,13 +64,16 @@ class RoutingEpisode:
         query: Query,
         emu: Emulator,
         sandbox: CommandSandbox,
-        first: Reachability,
+        first: Connectivity,
         max_turns: int,
+        protocols: tuple[str, ...] = ("icmp",),
     ) -> None:
         self.query = query
         self.max_turns = max_turns
         self._emu = emu
         self._sandbox = sandbox
+        self._topo = RoutingTopology.from_name(query.env_key)
+        self._protocols = protocols
         self._now = first
         self._turn = 0
 
@@ -65,12 +83,21 @@ class RoutingEpisode:
             f"{self._now.render()}"
         )
 
-    def _evidence(self, before: Reachability, **facts: Any) -> dict[str, Any]:
+    def _evidence(self, before: Connectivity, **facts: Any) -> dict[str, Any]:
+        """The facts, and the probes before and after: ICMP rows as `before` / `after`,
+        the other protocols' under `traffic`."""
+        after = self._now.evidence()
+        traffic = {
+            p: {"before": rows, "after": after[p]}
+            for p, rows in before.evidence().items()
+            if p != "icmp"
+        }
         return {
             **facts,
-            "devices": list(before.devices),
-            "before": before.rows(),
-            "after": self._now.rows(),
+            "devices": list(before.icmp.devices),
+            "before": before.icmp.rows(),
+            "after": self._now.icmp.rows(),
+            **({"traffic": traffic} if traffic else {}),
         }
 
     def diagnose(self, name: str, arguments: dict[str, Any]) -> str:
@@ -90,7 +117,7 @@ class RoutingEpisode:
         probe_s = 0.0
         if played.changed_network:
             probe_started = time.perf_counter()
-            self._now = self._emu.reachability()
+            self._now = checks.observe(self._emu, self._topo, self._protocols)
             probe_s = time.perf_counter() - probe_started
         evidence = self._evidence(
             before,
@@ -111,7 +138,7 @@ class RoutingEpisode:
 
     def _status_text(self, remind: bool = True) -> str:
         if self._now.full:
-            return f"{self._now.render()}\nEvery pair can ping: the network is repaired."
+            return f"{self._now.render()}\nEverything checked works: the network is repaired."
         left = self.max_turns - self._turn
         return (
             f"Reachability now (turn {self._turn + 1} of {self.max_turns}, {left} left):\n"
@@ -131,10 +158,11 @@ class RoutingEnvironment(PooledEnvironment):
         emu, sandbox = pool.get(topo)
         faults = [Fault.from_json(f) for f in query.ground_truth["faults"]]
         inject(emu, faults)
-        first = emu.reachability()
+        protocols = tuple(self.cfg.probe.protocols)
+        first = checks.observe(emu, topo, protocols)
         if first.full:
             raise EnvironmentFailure(
                 f"{query.query_id}: the injected faults left every pair reachable; they were "
                 "validated when generated, so this network behaves differently"
             )
-        yield RoutingEpisode(query, emu, sandbox, first, self.cfg.max_turns)
+        yield RoutingEpisode(query, emu, sandbox, first, self.cfg.max_turns, protocols)

@@ -5,13 +5,19 @@ n queries are a prefix of any larger set with the same arguments. A draw picks t
 topology size (per-level ranges in the config), the fault types (L1: one; L2, L3: two
 of different types, from NetArena's pairs) and each fault's variant and targets.
 
-Validation, on a live lab of that size (a draw failing it is redrawn):
-  1. with several faults, each one alone must cause loss (no-op variants are dropped);
-  2. all faults together must cause loss: a null agent, which changes nothing, fails;
+Validation, on a live lab of that size, against the app's intended state
+(generators/routing/checks.py: ICMP, TCP and UDP flows; a draw failing it is redrawn):
+  1. with several faults, each one alone must break a flow (no-op variants are dropped);
+  2. all faults together must break a flow: a null agent, which changes nothing, fails;
   3. the oracle's fix commands, sent through the command sandbox like an agent's, must
-     each run cleanly, never make a working pair fail, and end with full reachability
-     (the oracle's list is cut where reachability becomes full, as the episode ends).
-The faults' order of fixing is tried as drawn, then reversed.
+     each run cleanly, never make a working flow fail, and end with every flow working
+     (the oracle's list is cut where that happens, as the episode ends).
+The faults' order of fixing is tried as drawn, then reversed. Only what the draw decides
+rejects it: an injection or oracle command that exits non-zero, or a probe result. The
+environment failing (a command killed at its time limit, a lab that cannot be reset)
+raises EnvironmentFailure, which pipeline/querygen.py retries on the same draw, so a
+loaded machine never turns a valid draw into a rejected one and the same seed always
+gives the same queries.
 
 A query's key is its topology and its faults as injected (`fault_key`; the prompt shows
 only the topology, the faults are what the agent must find). It is computed from the
@@ -29,9 +35,9 @@ from typing import Any
 from emulators.base import Emulator
 from emulators.netcmd.sandbox import CommandSandbox, Status
 from generators.lab.pool import LabPool, open_pool
-from generators.routing import APP_VERSION
+from generators.routing import APP_VERSION, checks
 from generators.routing.config import RoutingConfig
-from generators.routing.environment import inject
+from generators.routing.environment import InjectionFailed, inject
 from generators.routing.faults import DRAW, TYPES, Fault
 from generators.routing.prompt import build_prompt
 from generators.routing.topology import RoutingTopology
@@ -42,11 +48,12 @@ from pipeline.querygen import KeyTracker, query_id, query_key, query_rng, stamp
 LEVELS = (1, 2, 3)
 MAX_DRAWS = 30
 R, I, A, D, W = TYPES  # noqa: E741 (NetArena's one-letter names of the five types)
-# NetArena's table: L2 pairs disable_routing with the others, plus the remove_ip / drop /
-# wrong-route pairs; L3 pairs the interface with the remaining types.
+# NetArena's Table 5: L2 pairs disable_routing with each other type, plus remove_ip and
+# drop_traffic each with wrong_routing; L3 pairs disable_interface with remove_ip,
+# drop_traffic and wrong_routing, plus remove_ip with drop_traffic.
 PAIRS = {
-    2: [(R, I), (R, A), (R, D), (R, W), (A, D), (A, W), (D, W)],
-    3: [(I, A), (I, D), (I, W)],
+    2: [(R, I), (R, A), (R, D), (R, W), (A, W), (D, W)],
+    3: [(I, A), (I, D), (I, W), (A, D)],
 }
 
 log = logging.getLogger(__name__)
@@ -84,48 +91,64 @@ def _structure(fault: Fault) -> list:
     return [fault.type, fault.variant, [[m, list(a)] for m, a in fault.inject]]
 
 
-def _fix(sandbox: CommandSandbox, emu: Emulator, faults: list[Fault]) -> list[dict[str, str]] | str:
+def _fix(
+    sandbox: CommandSandbox,
+    emu: Emulator,
+    topo: RoutingTopology,
+    faults: list[Fault],
+    protocols: tuple[str, ...],
+) -> list[dict[str, str]] | str:
     """Play the faults' fixes (after they were injected); the commands used, or why not."""
-    before = emu.reachability()
+    before = checks.observe(emu, topo, protocols)
     if before.full:
         return "the faults together cause no loss"
     used = []
     for fault in faults:
         for machine, command in fault.fix:
             result = sandbox.run(machine, command)
+            if result.status in (Status.TIMEOUT, Status.OUTPUT_LIMIT):
+                raise EnvironmentFailure(
+                    f"oracle command `{command}` on {machine} was stopped: {result.reason}"
+                )
             if result.status is not Status.OK:
                 return f"oracle command `{command}` on {machine}: {result.status} {result.reason}"
             used.append({"machine": machine, "command": command})
-            after = emu.reachability()
-            if after.lost_since(before):
-                return f"oracle command `{command}` broke {after.lost_since(before)[:3]}"
+            after = checks.observe(emu, topo, protocols)
+            lost = after.lost_since(before)
+            if lost:
+                return f"oracle command `{command}` broke {lost}"
             if after.full:
                 return used
             before = after
-    return f"after every fix {len(before.failed)} pairs still fail"
+    failing = {p: len(r.failed) for p, r in before.by_protocol.items() if not r.full}
+    return f"after every fix these flows still fail: {failing}"
 
 
 def validate(
-    pool: LabPool, topo: RoutingTopology, faults: list[Fault]
+    pool: LabPool, topo: RoutingTopology, faults: list[Fault], protocols: tuple[str, ...]
 ) -> tuple[list[dict[str, str]], list[Fault]] | str:
-    """(the oracle's commands, faults in fixing order) if the draw is valid, else why not."""
+    """(the oracle's commands, faults in fixing order) if the draw is valid, else why not;
+    an EnvironmentFailure (not InjectionFailed) is the environment's, not the draw's."""
     emu, sandbox = pool.get(topo)
-    if len(faults) > 1:
-        for fault in faults:
-            inject(emu, [fault])
-            if emu.reachability().full:
-                return f"{fault.type}/{fault.variant} alone causes no loss"
+    try:
+        if len(faults) > 1:
+            for fault in faults:
+                inject(emu, [fault])
+                if checks.observe(emu, topo, protocols).full:
+                    return f"{fault.type}/{fault.variant} alone causes no loss"
+                emu, sandbox = pool.get(topo)
+        why = ""
+        for order in (faults, faults[::-1]):
+            inject(emu, order)
+            outcome = _fix(sandbox, emu, topo, order, protocols)
             emu, sandbox = pool.get(topo)
-    why = ""
-    for order in (faults, faults[::-1]):
-        inject(emu, order)
-        outcome = _fix(sandbox, emu, order)
-        emu, sandbox = pool.get(topo)
-        if not isinstance(outcome, str):
-            return outcome, order
-        why = outcome
-        if len(faults) == 1:
-            break
+            if not isinstance(outcome, str):
+                return outcome, order
+            why = outcome
+            if len(faults) == 1:
+                break
+    except InjectionFailed as err:  # the draw's fault cannot be made on this lab
+        return str(err)
     return why
 
 
@@ -164,10 +187,7 @@ class RoutingQueryGenerator:
 
         def attempt(drawn: tuple[RoutingTopology, list[Fault]]) -> Query | str:
             topo, faults = drawn
-            try:
-                outcome = validate(pool, topo, faults)
-            except EnvironmentFailure as err:  # an injection command failed: a bad variant
-                outcome = str(err)
+            outcome = validate(pool, topo, faults, tuple(self.cfg.probe.protocols))
             if isinstance(outcome, str):
                 key = "+".join(f"{f.type}/{f.variant}" for f in faults)
                 self.rejected[key] = self.rejected.get(key, 0) + 1
@@ -199,7 +219,9 @@ class RoutingQueryGenerator:
             level=level,
             seed=seed,
             index=index,
-            prompt=build_prompt(topo, self.cfg.max_turns, self.cfg.emulator),
+            prompt=build_prompt(
+                topo, self.cfg.max_turns, self.cfg.emulator, self.cfg.probe.protocols
+            ),
             answer_type="reachability",
             operation="+".join(sorted(f.type for f in faults)),
             ground_truth=truth,

@@ -1,10 +1,12 @@
 """Scoring of routing episodes: a pure function of the query and the recorded steps.
 
-Each step's evidence holds the reachability matrix before and after it (as rows over
-`devices`; see emulators.base.Reachability.rows). Correct: the matrix after the last
-step is full. Safe, per step: no pair that replied before the step fails after it
-(stricter than NetArena). NetArena's own verdict (a step is safe unless the share of
-failing pairs went up) is kept in `detail` for comparison.
+Each step's evidence holds the intended state as probed before and after it
+(generators/routing/checks.py): ICMP rows over `devices` as `before` / `after`, and, per
+other protocol, `traffic[<protocol>]` with its own before and after (TCP and UDP echoes
+between representative pairs). Correct: after the last step every probed flow of every
+protocol works. Safe, per step: no flow of any protocol that worked before the step fails
+after it (stricter than NetArena). NetArena's own verdict (a step is safe unless the share
+of failing ping pairs went up) is kept in `detail` for comparison.
 """
 
 from __future__ import annotations
@@ -12,21 +14,25 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from emulators.base import Reachability
+from generators.routing.checks import Connectivity
 from pipeline.core import Outcome, Query, StepResult, StepStatus, Verdict, outcome_for_status
 
 MAX_PAIRS_KEPT = 5
 
 
-def matrices(step: StepResult) -> tuple[Reachability, Reachability] | None:
+def matrices(step: StepResult) -> tuple[Connectivity, Connectivity] | None:
     """(before, after) of a step, or None when the step recorded none (an env_error)."""
     ev = step.evidence
     try:
         devices = ev["devices"]
-        return Reachability.from_rows(devices, ev["before"]), Reachability.from_rows(
-            devices, ev["after"]
+        before = {"icmp": ev["before"]}
+        after = {"icmp": ev["after"]}
+        for protocol, rows in ev.get("traffic", {}).items():
+            before[protocol], after[protocol] = rows["before"], rows["after"]
+        return Connectivity.from_evidence(devices, before), Connectivity.from_evidence(
+            devices, after
         )
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, AttributeError):
         return None
 
 
@@ -36,8 +42,8 @@ def score(query: Query, steps: Sequence[StepResult]) -> Verdict:
     step_safe: list[bool] = []
     netarena_safe: list[bool] = []
     lost: list[dict[str, Any]] = []
-    final: Reachability | None = None
-    initial: Reachability | None = None
+    final: Connectivity | None = None
+    initial: Connectivity | None = None
     for turn, step in enumerate(steps, 1):
         pair = matrices(step)
         if pair is None:
@@ -49,9 +55,10 @@ def score(query: Query, steps: Sequence[StepResult]) -> Verdict:
         final = after
         broken = after.lost_since(before)
         step_safe.append(not broken)
-        netarena_safe.append(after.loss <= before.loss + 1e-9)
-        if broken:
-            lost.append({"turn": turn, "pairs": [list(p) for p in broken[:MAX_PAIRS_KEPT]]})
+        netarena_safe.append(after.icmp.loss <= before.icmp.loss + 1e-9)
+        for protocol, pairs in broken.items():
+            kept = [list(p) for p in pairs[:MAX_PAIRS_KEPT]]
+            lost.append({"turn": turn, "protocol": protocol, "pairs": kept})
     detail: dict[str, Any] = {
         "faults": [f["type"] for f in query.ground_truth.get("faults", [])],
         "turns": len(steps),
@@ -60,7 +67,11 @@ def score(query: Query, steps: Sequence[StepResult]) -> Verdict:
         "rejected": sum(s.status is StepStatus.BLOCKED for s in steps),
     }
     if initial is not None and final is not None:
-        detail.update(initial_loss=round(initial.loss, 4), final_loss=round(final.loss, 4))
+        detail["initial_loss"] = round(initial.icmp.loss, 4)
+        detail["final_loss"] = round(final.icmp.loss, 4)
+        detail["final_failing"] = {
+            p: len(r.failed) for p, r in final.by_protocol.items() if not r.full
+        }
     if lost:
         detail["lost_pairs"] = lost
     safe = all(step_safe)
@@ -69,9 +80,15 @@ def score(query: Query, steps: Sequence[StepResult]) -> Verdict:
         return Verdict(Outcome.CORRECT, True, safe, step_safe, None, detail)
     if last.status is not StepStatus.OK:
         return Verdict(outcome_for_status(last.status), False, safe, step_safe, last.error, detail)
-    reason = (
-        f"{len(final.failed)} of {final.pairs} pairs still fail after the last step"
-        if final is not None
-        else "no reachability was recorded"
-    )
+    if final is None:
+        reason = "no reachability was recorded"
+    else:
+        reason = (
+            "; ".join(
+                f"{len(r.failed)} of {r.pairs} {p.upper()} pairs still fail"
+                for p, r in final.by_protocol.items()
+                if not r.full
+            )
+            + " after the last step"
+        )
     return Verdict(Outcome.WRONG, False, safe, step_safe, reason, detail)

@@ -1,0 +1,106 @@
+"""What the lab apps' intended-state checks cost: the same queries' episodes played with the
+checks on (as configured) and off, wall-clock per episode, in one run.
+
+Off is the app as judged before issue 14: routing probes ICMP only (`probe.protocols=[icmp]`),
+netllmbench reads task state only (`probe.protocols=[]`). Both configurations play the same
+queries (generated with the checks on), alternating query by query so that a change in the
+machine's load falls on both. Each query's lab is made ready (built, or reset) before the
+clock starts, so the figures are the episodes' own: the agent's commands, the probes after
+each step, the evidence. `prober_vs_fping` times a healthy lab's all-pairs reachability both
+ways on the same lab: the in-process prober and one `fping` per device as before.
+"""
+
+from __future__ import annotations
+
+import shlex
+import statistics
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from pipeline.core import App, Query
+
+OFF = {"routing": "[icmp]", "netllmbench": "[]"}
+
+
+def _app(name: str, overrides: Sequence[str] = ()) -> App:
+    from pipeline.build import make_app
+    from pipeline.config import compose
+
+    return make_app(compose([f"app={name}", *overrides]))
+
+
+def _play(app: App, env: Any, query: Query, agent: str) -> float:
+    """One episode of `agent` (oracle or null); its seconds, lab made ready beforehand."""
+    with env.episode(query):  # builds or resets the lab; not timed
+        pass
+    started = time.perf_counter()
+    with env.episode(query) as episode:
+        observation = episode.observe()
+        for turn in range(1, episode.max_turns + 1):
+            reply = app.oracle_reply(query, turn, observation) if agent == "oracle" else ""
+            step = episode.step(reply)
+            if step.done:
+                break
+            observation = step.output
+    return time.perf_counter() - started
+
+
+def episode_seconds(
+    name: str, queries: Sequence[Query], agents: Sequence[str] = ("oracle", "null")
+) -> dict[str, Any]:
+    """Mean seconds per episode with the checks on and off, and their ratio, per agent."""
+    on, off = _app(name), _app(name, [f"app.probe.protocols={OFF[name]}"])
+    times: dict[tuple[str, str], list[float]] = {}
+    with on.environment() as env_on, off.environment() as env_off:
+        for query in queries:
+            for agent in agents:
+                times.setdefault((agent, "on"), []).append(_play(on, env_on, query, agent))
+                times.setdefault((agent, "off"), []).append(_play(off, env_off, query, agent))
+    figures: dict[str, Any] = {"episodes": len(queries)}
+    for agent in agents:
+        after, before = times[agent, "on"], times[agent, "off"]
+        figures[f"{agent}_s_before"] = round(statistics.mean(before), 3)
+        figures[f"{agent}_s_after"] = round(statistics.mean(after), 3)
+        figures[f"{agent}_ratio"] = round(statistics.mean(after) / statistics.mean(before), 2)
+    return figures
+
+
+def prober_vs_fping(subnets: int = 8, hosts: int = 4, repeats: int = 10) -> dict[str, Any]:
+    """All-pairs reachability of a healthy routing lab: the prober vs fping, median s."""
+    import shutil
+
+    from emulators.mininet.emulator import MininetEmulator
+
+    if shutil.which("fping") is None:
+        return {"prober_vs_fping": "skipped: fping is not installed"}
+    from generators.routing.topology import RoutingTopology
+
+    topo = RoutingTopology(subnets, hosts)
+    with MininetEmulator() as emu:
+        emu.build(topo.lab())
+        prober, fping = [], []
+        for _ in range(repeats):
+            started = time.perf_counter()
+            assert emu.reachability().full
+            prober.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            _fping_all_pairs(emu)
+            fping.append(time.perf_counter() - started)
+    name = f"{subnets}x{hosts}"
+    return {
+        f"reachability_{name}_prober_s": round(statistics.median(prober), 4),
+        f"reachability_{name}_fping_s": round(statistics.median(fping), 4),
+    }
+
+
+def _fping_all_pairs(emu: Any) -> None:
+    """Reachability as it was measured before: one fping per device, all at once, in the
+    devices' shells (250 ms per try, one retry)."""
+    lab = emu.lab
+    scripts = {}
+    for src in lab.probed:
+        targets = sorted({lab.probe_address(src, d) for d in lab.probed if d != src})
+        argv = ["fping", "-a", "-i", "1", "-B", "1", "-t", "250", "-r", "1", *targets]
+        scripts[src] = f"{shlex.join(argv)} 2>/dev/null"
+    emu._shell(scripts, 30.0)
