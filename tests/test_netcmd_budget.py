@@ -39,8 +39,8 @@ ADDS = [
     ("iptables --app INPUT -j DROP", budget.RULES),
     ("tc qdisc add dev r0-eth1 root pfifo", budget.TC),
     ("tc q r dev r0-eth1 root pfifo", budget.TC),
-    ("tc filter add dev r0-eth1 parent 1: matchall action drop", budget.TC),
-    ("tc class add dev r0-eth1 parent 1: classid 1:1 htb rate 1mbit", budget.TC),
+    ("tc qdisc add dev r0-eth1 ingress", budget.TC),
+    ("tc qdisc add dev r0-eth1 parent 1:1 handle 10: sfq perturb 10", budget.TC),
 ]
 NO_ADDS = ["ip addr show", "ip route del 10.9.0.0/24", "ip r g 10.0.1.2", "iptables -L -n",
            "iptables -D INPUT 1", "tc qdisc del dev r0-eth1 root", "tc -s qdisc show",

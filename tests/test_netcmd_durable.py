@@ -33,7 +33,7 @@ REFUSED = [
     ("tc qdisc replace dev r0-eth1 root tbf rate 8bit burst 100000 latency 1s", "meters"),
     ("tc qdisc add dev r0-eth1 root htb default 1", "meters"),
     ("tc filter add dev r0-eth1 parent ffff: matchall action drop", "lasting"),
-    ("tc class add dev r0-eth1 parent 1: classid 1:1 drr", "lasting"),
+    ("tc class add dev r0-eth1 parent 1: classid 1:1 htb rate 1mbit", "lasting"),
 ]
 ALLOWED = [
     "ip addr add 10.0.1.1/24 dev r0-eth1",

@@ -414,11 +414,12 @@ def check_tc(args: list[str]) -> str | None:
     allowed = CHAIN_ALLOWED if obj == "chain" else TC_ALLOWED
     if verb not in allowed:
         return f"'tc {obj} {rest[1]}' is not allowed; use one of: " + ", ".join(sorted(allowed))
-    why = tokens_ok(rest[2:]) or durable.tc_refusal(obj, verb, rest[2:])
+    why = tokens_ok(rest[2:])
     if why or verb in ("show", "help") or obj == "chain":
         return why
     try:
         {"qdisc": check_qdisc, "class": check_class, "filter": check_filter}[obj](rest[2:])
     except Refusal as err:
         return str(err)
-    return None
+    # What tc would accept may still make state that changes by itself (durable.py).
+    return durable.tc_refusal(obj, verb, rest[2:])
