@@ -273,7 +273,7 @@ HARMLESS = [
     ("iptables -L -n", OK, "Chain INPUT"),
     ("cat /proc/net/route", OK, "Iface"),
     ("sysctl -w net.ipv4.tcp_congestion_control=reno", OK, "= reno"),
-    ("tc qdisc add dev r0-eth1 root tbf rate 1mbit burst 32k latency 50ms", OK, ""),
+    ("tc qdisc add dev r0-eth1 root pfifo limit 100", OK, ""),
     ("tc qdisc del dev r0-eth1 root", OK, ""),
 ]
 # netllmbench uses the same sandbox; a sample on its own labs (host h1, router r1).
