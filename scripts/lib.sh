@@ -25,3 +25,15 @@ ensure_apt() {
 stamp_hash() { cat "$@" | sha256sum | cut -c1-16; }
 stamp_ok() { local n=$1; shift; [[ -f ".venv/.stamp-$n" && "$(cat ".venv/.stamp-$n")" == "$(stamp_hash "$@")" ]]; }
 stamp_set() { local n=$1; shift; stamp_hash "$@" > ".venv/.stamp-$n"; }
+
+# gpu_count: how many GPUs `nvidia-smi -L` lists ("GPU 0: ..." lines); 0 when the tool
+# is missing, fails (no driver), hangs for 30 s, or lists none.
+gpu_count() {
+    local out
+    if ! command -v nvidia-smi >/dev/null 2>&1; then
+        echo 0
+        return
+    fi
+    out=$(timeout 30 nvidia-smi -L 2>/dev/null) || { echo 0; return; }
+    grep -cE '^GPU [0-9]+: ' <<<"$out" || true
+}

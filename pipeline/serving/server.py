@@ -30,7 +30,7 @@ import httpx
 from pipeline.errors import ConfigError, EnvironmentFailure
 from pipeline.procs import die_with_parent, free_port, group_members
 from pipeline.serving.config import VllmModelConfig
-from pipeline.serving.models import engine_env, ensure_model, vllm_python
+from pipeline.serving.models import engine_env, engine_venv, ensure_model, vllm_python
 
 _LOG_TAIL_CHARS = 3000
 _TMP_PREFIX = "ng-vllm-"  # + the starting pid: its folder is stale once that pid is gone
@@ -336,7 +336,8 @@ def open_endpoint(
         assert cfg.base_url is not None  # validate() checked it
         return ExternalEndpoint(cfg.base_url, cfg.served_name, cfg.api_key_env)
     data = Path(data_dir)
-    venv = venv or cfg.venv
+    # GPU models default to the GPU engine's venv, CPU models to the CPU engine's.
+    venv = venv or cfg.venv or engine_venv(cfg.kind)
     if cfg.weights:  # a Hugging Face id or a local folder, served as it is
         folder: str | Path = cfg.weights
     else:
