@@ -82,6 +82,14 @@ def bench_smoke(data: Path) -> dict[str, Any]:
     return figures
 
 
+def bench_slurm(data: Path) -> dict[str, Any]:
+    """The smoke grid local vs through SLURM on a local cluster with the same 2 slots:
+    wall-clock of each and the ratio (pipeline/cluster/bench.py). Needs root and SLURM."""
+    from pipeline.cluster import bench
+
+    return bench.run_all(data)
+
+
 def bench_serving(data: Path) -> dict[str, Any]:
     """CPU vLLM with the embedded model: start-to-ready, 8 concurrent vs 1 at a time."""
     from pipeline.serving import bench
@@ -250,6 +258,7 @@ BENCHMARKS: dict[str, Bench] = {
     "sandbox": bench_sandbox,
     "smoke": bench_smoke,
     "serving": bench_serving,
+    "slurm": bench_slurm,
 }
 
 

@@ -28,46 +28,46 @@ from pipeline.config import ROOT
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
 
 
-def _sweep(args: list[str], data: Path, env: dict[str, str] | None = None) -> float:
-    cmd = [
-        SNAKEMAKE,
-        *args,
-        "sweep",
-        "--config",
-        "grid=smoke",
-        f"data_dir={data}",
-        "--quiet",
-        "all",
-    ]
+def _sweep(name: str, args: list[str], root: Path, logs: Path, env=None) -> float | None:
+    """Seconds the smoke grid takes from empty with `args`, or None if it failed; either
+    way Snakemake's output is in <logs>/<name>.log."""
+    cmd = [SNAKEMAKE, *args, "sweep", "--config", "grid=smoke", f"data_dir={root / name}"]
     started = time.perf_counter()
-    subprocess.run(cmd, cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL)
-    return round(time.perf_counter() - started, 1)
+    with (logs / f"{name}.log").open("w") as out:
+        done = subprocess.run(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    return round(time.perf_counter() - started, 1) if done.returncode == 0 else None
 
 
-def run_all() -> dict[str, Any]:
+def run_all(data: Path) -> dict[str, Any]:
+    """The figures; Snakemake's output of each sweep is kept in <data>/bench/slurm/."""
+    logs = data / "bench" / "slurm"
+    logs.mkdir(parents=True, exist_ok=True)
     figures: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="netgauge-bench-slurm-") as tmp:
         root = Path(tmp)
-        figures["local_s"] = _sweep(["--cores", "2"], root / "local")
-        with LocalCluster(private_state_dir("bench"), Spec(nodes=2, cpus=1)) as cluster:
+        figures["local_s"] = _sweep("local_s", ["--cores", "2"], root, logs)
+        cluster = LocalCluster(private_state_dir("bench"), Spec(nodes=2, cpus=1))
+        with cluster:
             figures["cluster_start_s"] = cluster.ready["start_s"]
             env = cluster.env()
             since = datetime.now() - timedelta(minutes=1)
             for name, flags in (("slurm_s", list(SNAKEMAKE_FLAGS)), ("slurm_profile_as_is_s", [])):
-                data = root / name
-                logs = ["--slurm-logdir", str(data / "logs" / "slurm")]
-                figures[name] = _sweep(["--profile", "profiles/slurm", *flags, *logs], data, env)
+                args = ["--profile", "profiles/slurm", *flags, "--slurm-logdir", str(logs / name)]
+                figures[name] = _sweep(name, args, root, logs, env)
             records = [r for r in accounting.jobs(env, since) if r.rule]
-        started = time.perf_counter()
-    figures["cluster_stop_s"] = round(time.perf_counter() - started, 1)
+            stopping = time.perf_counter()
+        figures["cluster_stop_s"] = round(time.perf_counter() - stopping, 1)
+    if None in (figures["local_s"], figures["slurm_s"], figures["slurm_profile_as_is_s"]):
+        figures["failed"] = f"a sweep failed (None above); its output: {logs}/<name>.log"
+        return figures
     jobs = len(records) // 2
     figures["slurm_jobs_per_sweep"] = jobs
     figures["slurm_jobs_completed"] = sum(r.state == "COMPLETED" for r in records)
     elapsed = sorted(r.elapsed_s for r in records)
     figures["slurm_job_median_s"] = elapsed[len(elapsed) // 2] if elapsed else None
-    figures["slurm_over_local"] = round(figures["slurm_s"] / figures["local_s"], 2)
-    figures["slurm_profile_as_is_over_local"] = round(
-        figures["slurm_profile_as_is_s"] / figures["local_s"], 2
-    )
+    for name in ("slurm_s", "slurm_profile_as_is_s"):
+        figures[name.removesuffix("_s") + "_over_local"] = round(
+            figures[name] / figures["local_s"], 2
+        )
     figures["overhead_per_job_s"] = round((figures["slurm_s"] - figures["local_s"]) / jobs, 2)
     return figures
