@@ -24,9 +24,11 @@ include: "pipeline/rules/summarize.smk"
 include: "pipeline/rules/report.smk"
 
 
-# Run by Snakemake itself even under a cluster executor: quick, and they read every cell.
+# Run by Snakemake itself even under a cluster executor: each takes a second or two of CPU
+# (plan, summarize and report read every cell; score one), less than a cluster job costs.
 localrules:
     plan,
+    score,
     summarize,
     report,
 
