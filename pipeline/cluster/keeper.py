@@ -16,6 +16,7 @@ import contextlib
 import fcntl
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -98,6 +99,7 @@ def serve(layout: Layout, spec: Spec, owner_fd: int | None = None) -> int:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # let nothing cut the stop short
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         gone = daemons.stop(layout, running)
+        shutil.rmtree(layout.db_data, ignore_errors=True)  # 150 MB nobody can query now
         with contextlib.suppress(FileNotFoundError):
             layout.ready.unlink()
         with contextlib.suppress(FileNotFoundError):

@@ -12,7 +12,8 @@ A state directory (default /var/lib/netgauge/slurm/local) holds:
     db/                MariaDB's data directory and socket
     ctld/ spool/<node>/ run/ log/   slurmctld state, each slurmd's spool, pids, every log
 
-Everything but `lock` is rebuilt at each start. Nodes are `ng1`..`ngN` in partition `local`
+Everything but `lock` is rebuilt at each start, and the database removed at each stop
+(the logs stay until the next start). Nodes are `ng1`..`ngN` in partition `local`
 (the default partition), cluster `netgauge`.
 """
 
