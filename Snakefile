@@ -7,8 +7,10 @@
 # Stages: plan -> generate -> run -> score -> summarize -> report (one .smk each).
 
 from pipeline.dag import WILDCARDS, STAGE_CMD, Workflow
+from pipeline.slurm_executor import patch_status_query
 
-NG = Workflow.from_config(config)
+NG = Workflow.from_config(config, main=workflow.is_main_process)
+patch_status_query()  # under --executor slurm: a job cancelled by scancel ends the wait
 
 wildcard_constraints:
     **WILDCARDS,
@@ -20,6 +22,15 @@ include: "pipeline/rules/run.smk"
 include: "pipeline/rules/score.smk"
 include: "pipeline/rules/summarize.smk"
 include: "pipeline/rules/report.smk"
+
+
+# Run by Snakemake itself even under a cluster executor: each takes a second or two of CPU
+# (plan, summarize and report read every cell; score one), less than a cluster job costs.
+localrules:
+    plan,
+    score,
+    summarize,
+    report,
 
 
 rule sweep:

@@ -99,6 +99,14 @@ def bench_sweep(data: Path) -> dict[str, Any]:
     return sweep_bench.run("default")
 
 
+def bench_slurm(data: Path) -> dict[str, Any]:
+    """The smoke grid local vs through SLURM on a local cluster with the same 2 slots:
+    wall-clock of each and the ratio (pipeline/cluster/bench.py). Needs root and SLURM."""
+    from pipeline.cluster import bench
+
+    return bench.run_all(data)
+
+
 def bench_serving(data: Path) -> dict[str, Any]:
     """CPU vLLM with the embedded model: start-to-ready, 8 concurrent vs 1 at a time."""
     from pipeline.serving import bench
@@ -296,6 +304,7 @@ BENCHMARKS: dict[str, Bench] = {
     "sweep": bench_sweep,
     "binding": bench_binding,
     "gym": bench_gym,
+    "slurm": bench_slurm,
 }
 
 

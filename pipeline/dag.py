@@ -6,7 +6,10 @@ tested without Snakemake.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
+import os
 import re
 import shlex
 import sys
@@ -14,8 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline.cells import Cell
+from pipeline.cells import Cell, Layout, data_root
 from pipeline.config import GRID_AXES
+from pipeline.core import canonical_json
 from pipeline.errors import NetGaugeError
 from pipeline.plan import Plan, load_plan
 from pipeline.records import shard_rows
@@ -45,10 +49,14 @@ class Workflow:
     plan: Plan
 
     @classmethod
-    def from_config(cls, config: dict[str, Any]) -> Workflow:
+    def from_config(cls, config: dict[str, Any], *, main: bool = True) -> Workflow:
         """The workflow for `--config grid=NAME data_dir=DIR [AXIS=VALUE ...]`, where an
         AXIS (apps, agents, models, levels, seeds, queries, variants) overrides the grid's;
-        config errors become Snakemake WorkflowErrors with our message."""
+        config errors become Snakemake WorkflowErrors with our message.
+
+        `main` is false in the Snakemake processes a cluster job runs (two per job): they
+        read the plan the main process checked and cached (`PlanCache`) instead of
+        composing and checking every config again, which takes seconds per process."""
         unknown = set(config) - set(CONFIG_KEYS) - set(GRID_AXES)
         try:
             if unknown:
@@ -58,7 +66,14 @@ class Workflow:
                 )
             axes = {k: v for k, v in config.items() if k in GRID_AXES}
             grid = str(config.get("grid", "default"))
-            return cls(load_plan(grid, str(config.get("data_dir", "data")), axes))
+            data_dir = str(config.get("data_dir", "data"))
+            cache = PlanCache(grid, data_dir, axes)
+            plan = None if main else cache.load()
+            if plan is None:
+                plan = load_plan(grid, data_dir, axes)
+                if main:
+                    cache.store(plan)
+            return cls(plan)
         except NetGaugeError as err:
             from snakemake.exceptions import WorkflowError
 
@@ -165,6 +180,50 @@ class Workflow:
             print(f"summary:  {text}", file=sys.stderr)
         if Path(self.report_path).exists():
             print(f"report:   {self.report_path}", file=sys.stderr)
+
+
+@dataclass(frozen=True)
+class PlanCache:
+    """A checked plan, stored by the main Snakemake process for the processes of its jobs.
+
+    Keyed by the `--config` values and a digest of every config file Hydra could read, so
+    a changed config is never read from a stale entry; the main process always plans
+    afresh and rewrites its entry. Entries live in <data>/work/plans/.
+    """
+
+    grid: str
+    data_dir: str
+    axes: dict[str, Any]
+
+    @property
+    def path(self) -> Path:
+        from pipeline.registry import conf_dirs
+
+        digest = hashlib.sha256(canonical_json([self.grid, self.data_dir, self.axes]).encode())
+        for root in conf_dirs():
+            for path in sorted(root.rglob("*.yaml")):
+                digest.update(str(path).encode() + b"\0" + path.read_bytes())
+        return data_root(self.data_dir) / "work" / "plans" / f"{digest.hexdigest()[:24]}.json"
+
+    def store(self, plan: Plan) -> None:
+        fields = {k: getattr(plan, k) for k in ("name", "grid", "data_dir", "config", "models")}
+        record = {**fields, "axes": plan.axes, "cells": [c.as_dict() for c in plan.cells]}
+        path = self.path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(record, sort_keys=True))
+        tmp.replace(path)
+
+    def load(self) -> Plan | None:
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+            data = json.loads(self.path.read_text())
+            cells = tuple(Cell.from_dict(c) for c in data["cells"])
+            layout = Layout(data_root(data["data_dir"]))
+            return Plan(
+                data["name"], data["grid"], data["data_dir"], layout, cells,
+                data["config"], data["models"], data["axes"],
+            )  # fmt: skip
+        return None
 
 
 def variant_args(overrides: tuple[str, ...], variant: str) -> str:

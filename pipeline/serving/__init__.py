@@ -9,6 +9,8 @@
 - `client`: `ChatClient`, an async OpenAI-compatible chat client that measures every call;
 - `bench`: start-to-ready time and single vs concurrent throughput.
 
-vLLM lives in its own venv (`.venv-vllm`, made by scripts/setup-vllm.sh) and is only ever
-run as a subprocess: nothing here imports torch or vllm.
+vLLM lives in venvs of its own and is only ever run as a subprocess: nothing here imports
+torch or vllm. `kind: vllm_cpu` models use the CPU engine in `.venv-vllm`
+(scripts/setup.d/10-vllm.sh), `kind: vllm` models GPU vLLM in `.venv-vllm-gpu`, which
+scripts/setup.d/15-vllm-gpu.sh installs where `nvidia-smi -L` lists a GPU.
 """

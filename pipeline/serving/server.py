@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import ctypes
 import logging
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -31,13 +29,13 @@ from typing import Protocol, Self
 import httpx
 
 from pipeline.errors import ConfigError, EnvironmentFailure
+from pipeline.procs import die_with_parent, free_port, group_members
 from pipeline.serving.config import VllmModelConfig
 from pipeline.serving.cpus import AVAILABLE, bind_env
-from pipeline.serving.models import engine_env, ensure_model, vllm_python
+from pipeline.serving.models import engine_env, engine_venv, ensure_model, vllm_python
 
 logger = logging.getLogger(__name__)
 
-_PR_SET_PDEATHSIG = 1
 _LOG_TAIL_CHARS = 3000
 _TMP_PREFIX = "ng-vllm-"  # + the starting pid: its folder is stale once that pid is gone
 _PORT_ATTEMPTS = 3
@@ -101,36 +99,6 @@ class ExternalEndpoint:
 
     def __exit__(self, *exc: object) -> None:
         return None
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port on `host` that nothing listens on now (the kernel's pick)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
-
-
-def group_members(pgid: int) -> list[int]:
-    """Live (non-zombie) pids in process group `pgid`, read from /proc."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        # Fields after the parenthesised command: state, ppid, pgrp, ...
-        state, _ppid, pgrp = stat.rpartition(")")[2].split()[:3]
-        if int(pgrp) == pgid and state != "Z":
-            pids.append(int(entry.name))
-    return pids
-
-
-def _die_with_parent() -> None:
-    """In the child before exec: SIGTERM when the starting thread dies (kill -9 included)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 class ManagedServer:
@@ -257,7 +225,7 @@ class ManagedServer:
                     stderr=subprocess.STDOUT,
                     env=env,
                     start_new_session=True,
-                    preexec_fn=_die_with_parent,
+                    preexec_fn=die_with_parent,
                 )
             self._wait_ready(retry_port=not last_attempt)
         except BaseException:
@@ -381,7 +349,8 @@ def open_endpoint(
         assert cfg.base_url is not None  # validate() checked it
         return ExternalEndpoint(cfg.base_url, cfg.served_name, cfg.api_key_env)
     data = Path(data_dir)
-    venv = venv or cfg.venv
+    # GPU models default to the GPU engine's venv, CPU models to the CPU engine's.
+    venv = venv or cfg.venv or engine_venv(cfg.kind)
     if cfg.weights:  # a Hugging Face id or a local folder, served as it is
         folder: str | Path = cfg.weights
     else:
