@@ -108,11 +108,12 @@ SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
 
 
 def snakemake(
-    data: Path, *args: str, grid: str = "smoke", **kwargs: object
+    data: Path, *args: str, grid: str = "smoke", config: tuple[str, ...] = (), **kwargs: object
 ) -> subprocess.CompletedProcess:
-    """`snakemake --cores 2 ARGS --config grid=GRID data_dir=DATA`, from the project root."""
+    """`snakemake --cores 2 ARGS --config grid=GRID data_dir=DATA CONFIG...`, from the
+    project root."""
     return subprocess.run(
-        [SNAKEMAKE, "--cores", "2", *args, "--config", f"grid={grid}", f"data_dir={data}"],
+        [SNAKEMAKE, "--cores", "2", *args, "--config", f"grid={grid}", f"data_dir={data}", *config],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -165,10 +165,11 @@ def test_a_repair_that_drops_the_ports_list_is_wrong_and_unsafe(generator):
 
 @pytest.mark.slow
 def test_the_oracle_is_correct_and_safe_on_every_generated_query(generator):
-    """Thousands of queries of every level: the oracle's commands, scored by the app's own
-    scorer, are correct and safe on 100 %; doing nothing is correct on 0 %."""
+    """1,000 queries of levels 2 and 3 (500 of each of seeds 0-1) and every seed's share of
+    level 1: the oracle's commands, scored by the app's own scorer, are correct and safe
+    on 100 %; doing nothing is correct on 0 %."""
     counts: Counter[str] = Counter()
-    per_level = {1: generator.capacity(1).per_seed, 2: 1000, 3: 1000}
+    per_level = {1: generator.capacity(1).per_seed, 2: 500, 3: 500}
     for level, count in per_level.items():
         for seed in range(4 if level == 1 else 2):
             for query in generator.generate(level, seed, count):
@@ -186,7 +187,7 @@ def test_the_oracle_is_correct_and_safe_on_every_generated_query(generator):
     print(dict(counts))
     for level in per_level:
         n = counts[f"L{level}"]
-        assert n >= 600 and counts[f"L{level} oracle correct and safe"] == n, dict(counts)
+        assert n >= 660 and counts[f"L{level} oracle correct and safe"] == n, dict(counts)
         assert counts[f"L{level} null correct"] == 0
 
 
