@@ -66,6 +66,7 @@ class CommandSandbox:
         timeout_s: float = 5.0,
         output_bytes: int = 16384,
         switches: Iterable[str] = (),
+        vty_dirs: dict[str, str] | None = None,
     ) -> None:
         self.emulator = emulator
         self.machines = tuple(machines)
@@ -74,6 +75,8 @@ class CommandSandbox:
         self.output_bytes = output_bytes
         # Backends whose devices are network namespaces say where (both real ones do).
         self._netns = getattr(emulator, "netns_path", None)
+        # Routers running FRR: their vty socket folder (the only one their vtysh sees).
+        self.vty_dirs = dict(vty_dirs or {})
         kinds.preload()
 
     def run(self, machine: str, command: str) -> SandboxResult:
