@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from emulators.jail import bwrap_path
+from emulators.netcmd.vtysh import VTYSH_CONF
 from pipeline.errors import EnvironmentFailure
 
 FRR_LIB = Path("/usr/lib/frr")
@@ -118,6 +119,7 @@ class RouterDaemons:
                 os.chown(root / sub, uid, vty_gid if sub == "vty" else gid)
                 os.chmod(root / sub, 0o770 if sub == "vty" else 0o750)
             os.chmod(root, 0o755)
+            (root / "vtysh.conf").write_text(VTYSH_CONF)
             for daemon in self.daemons:
                 path = root / "etc" / f"{daemon}.conf"
                 path.write_text(configs[router][daemon])

@@ -81,7 +81,7 @@ class FrrLab:
                 timeout_s=self.cfg.command.timeout_s,
                 output_bytes=self.cfg.command.output_bytes,
                 switches=self.topo.switches,
-                vty_dirs={r: str(self.daemons.vty_dir(r)) for r in self.topo.frr_routers},
+                vty_dirs={r: str(self.daemons.root(r)) for r in self.topo.frr_routers},
             )
         except BaseException:
             self.close()
