@@ -127,7 +127,9 @@ def check_vtysh(args: list[str], daemons: tuple[str, ...]) -> VtyshCommand:
     except getopt.GetoptError as err:
         return VtyshCommand(reason=f"vtysh: {err}")
     if operands:
-        return VtyshCommand(reason=f"vtysh takes no operands; give commands with -c: {operands[0]!r}")
+        return VtyshCommand(
+            reason=f"vtysh takes no operands; give commands with -c: {operands[0]!r}"
+        )
     lines, chosen = [], []
     for opt in options:
         if opt.name not in ALLOWED_OPTIONS:
@@ -147,7 +149,9 @@ def check_vtysh(args: list[str], daemons: tuple[str, ...]) -> VtyshCommand:
         return VtyshCommand(reason=f"vtysh: at most {MAX_LINES} -c commands at once")
     for line in lines:
         if len(line) > MAX_LINE_CHARS:
-            return VtyshCommand(reason=f"vtysh: a command is longer than {MAX_LINE_CHARS} characters")
+            return VtyshCommand(
+                reason=f"vtysh: a command is longer than {MAX_LINE_CHARS} characters"
+            )
         why = line_refusal(line)
         if why:
             return VtyshCommand(reason=why)

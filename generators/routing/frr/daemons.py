@@ -177,6 +177,35 @@ class RouterDaemons:
     def alive(self) -> list[str]:
         return [f"{r}/{d}" for (r, d), p in self._procs.items() if p.poll() is None]
 
+    def vtysh_all(
+        self, routers: Sequence[str], commands: Sequence[str], timeout_s: float = 10.0
+    ) -> dict[str, str]:
+        """Trusted vtysh on several routers at once: {router: output}."""
+        procs = {}
+        for router in routers:
+            argv = ["vtysh", "--vty_socket", str(self.vty_dir(router))]
+            for command in commands:
+                argv += ["-c", command]
+            procs[router] = subprocess.Popen(
+                argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+            )
+        deadline = time.monotonic() + timeout_s
+        outs = {}
+        for router, proc in procs.items():
+            try:
+                out, _ = proc.communicate(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired as err:
+                for other in procs.values():
+                    other.kill()
+                    other.wait()
+                raise EnvironmentFailure(f"vtysh on {router} timed out: {commands}") from err
+            if proc.returncode != 0:
+                raise EnvironmentFailure(
+                    f"vtysh on {router} exited {proc.returncode} for {commands}: {out[:300]}"
+                )
+            outs[router] = out
+        return outs
+
     def vtysh(self, router: str, commands: Sequence[str], timeout_s: float = 10.0) -> str:
         """Trusted vtysh on `router` (injections, state polls): its output; raises
         EnvironmentFailure when it fails."""

@@ -36,8 +36,8 @@ from pipeline.errors import EnvironmentFailure
 CONVERGE_S = 40.0  # longest wait for the healthy network to work after a (re)start
 SETTLE_MAX_S = 30.0  # longest wait for the routing state to stop changing
 POLL_S = 0.3
-STEP_WINDOW_S = 1.5  # quiet time after an ordinary step
-FINAL_WINDOW_S = DEAD + 1.0  # quiet time before a state counts as final (> dead interval)
+STEP_WINDOW_S = 1.0  # quiet time after an ordinary step
+FINAL_WINDOW_S = DEAD + 0.5  # quiet time before a state counts as final (> dead interval)
 TRANSITIONAL = ("Init", "ExStart", "Exchange", "Loading", "2-Way", "Connect", "OpenSent",
                 "OpenConfirm")  # fmt: skip
 
@@ -65,6 +65,7 @@ class FrrLab:
         self.daemons: RouterDaemons | None = None
         self.sandbox: CommandSandbox | None = None
         self.resets: list[float] = []
+        self.used = False  # changed since the last (re)start: reset before reuse
 
     def __enter__(self) -> Self:
         self.emu.__enter__()
@@ -124,6 +125,7 @@ class FrrLab:
         self.daemons.stop()
         self.emu.reset()
         self._start()
+        self.used = False
         self.resets.append(time.perf_counter() - started)
         return self.resets[-1]
 
@@ -147,14 +149,13 @@ class FrrLab:
         assert self.daemons is not None
         scripts = {r: "ip -4 route show" for r in self.topo.frr_routers}
         routes = self.emu._shell(scripts)  # noqa: SLF001 (one round for all routers)
+        commands = ["show ip ospf neighbor json"]
+        if self.topo.level == 5:
+            commands.append("show bgp summary json")
+        outs = self.daemons.vtysh_all(self.topo.frr_routers, commands)
         parts, moving = [], False
         for router in self.topo.frr_routers:
-            parts.append(routes[router][1])
-            commands = ["show ip ospf neighbor json"]
-            if self.topo.level == 5:
-                commands.append("show bgp summary json")
-            out = self.daemons.vtysh(router, commands)
-            parts.append(_neighbour_states(out))
+            parts += [routes[router][1], _neighbour_states(outs[router])]
             moving |= any(state in parts[-1] for state in TRANSITIONAL)
         return "\n".join(parts), moving
 
@@ -173,15 +174,25 @@ class FrrLab:
             f"{self.topo.name}: the routing state kept changing for {SETTLE_MAX_S:g} s"
         )
 
-    def wait_broken(self, timeout_s: float = 3 * DEAD + 5) -> Connectivity:
-        """After an injection: probe until a required flow fails (or the time is up),
-        then settle with the final window."""
+    def wait_full(self, timeout_s: float = 3 * DEAD + 5) -> bool:
+        """Probe until every required flow works (True) or the time is up (False)."""
         deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if not self.observe().full:
+        while not self.observe().full:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(POLL_S)
+        return True
+
+    def wait_broken(self, timeout_s: float = 3 * DEAD + 5, final: bool = True) -> Connectivity:
+        """After an injection: probe until a required flow fails (or the time is up);
+        `final`: then settle with the final window and probe again."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            now = self.observe()
+            if not now.full or time.monotonic() > deadline:
                 break
             time.sleep(POLL_S)
-        return self.settle(FINAL_WINDOW_S)
+        return self.settle(FINAL_WINDOW_S) if final else now
 
     # -- trusted injection -------------------------------------------------------------
     def inject(self, faults: Sequence[Fault]) -> None:
