@@ -38,35 +38,123 @@ LONGS = {
     "timestamp": getopt.NONE,
 }  # fmt: skip
 OPTION_WHY = {
-    "-b": "vtysh -b applies the boot configuration", "--boot": "vtysh -b applies the boot configuration",
-    "-f": "vtysh -f reads commands from a file; give them with -c", "--inputfile": "vtysh -f reads commands from a file; give them with -c",
-    "-e": "use -c for commands", "--eval": "use -c for commands",
+    "-b": "vtysh -b applies the boot configuration",
+    "--boot": "vtysh -b applies the boot configuration",
+    "-f": "vtysh -f reads commands from a file; give them with -c",
+    "--inputfile": "vtysh -f reads commands from a file; give them with -c",
+    "-e": "use -c for commands",
+    "--eval": "use -c for commands",
     "--vty_socket": "the vty socket is the router's own and fixed",
-    "--config_dir": "the configuration folder is fixed", "-N": "the path space is fixed",
-    "--pathspace": "the path space is fixed", "-w": "vtysh -w writes an integrated configuration",
+    "--config_dir": "the configuration folder is fixed",
+    "-N": "the path space is fixed",
+    "--pathspace": "the path space is fixed",
+    "-w": "vtysh -w writes an integrated configuration",
     "--writeconfig": "vtysh -w writes an integrated configuration",
-    "-H": "vtysh -H writes a history file", "--histfile": "vtysh -H writes a history file",
-}  # fmt: skip
+    "-H": "vtysh -H writes a history file",
+    "--histfile": "vtysh -H writes a history file",
+}
 ALLOWED_OPTIONS = {"-c", "--command", "-d", "--daemon", "-E", "--echo", "-n", "--noerror"}
 MAX_LINES = 20
 MAX_LINE_CHARS = 300
 
 # First words of the lines an operator needs for OSPF and BGP (any CLI node).
-ALLOWED_WORDS = frozenset("""
-show configure end exit quit router interface network neighbor address-family
-exit-address-family ip passive-interface ospf timers bgp redistribute area write clear
-default-information distance maximum-paths route-map match set on-match description
-bandwidth shutdown auto-cost log-adjacency-changes list terminal default-metric
-max-metric table-map aggregate-address distribute-list call continue neighbor
-summary-address capability compatible refresh distribute-list exit-vrf
-""".split())  # fmt: skip
+ALLOWED_WORDS = frozenset(
+    [
+        "show",
+        "configure",
+        "end",
+        "exit",
+        "quit",
+        "router",
+        "interface",
+        "network",
+        "neighbor",
+        "address-family",
+        "exit-address-family",
+        "ip",
+        "passive-interface",
+        "ospf",
+        "timers",
+        "bgp",
+        "redistribute",
+        "area",
+        "write",
+        "clear",
+        "default-information",
+        "distance",
+        "maximum-paths",
+        "route-map",
+        "match",
+        "set",
+        "on-match",
+        "description",
+        "bandwidth",
+        "shutdown",
+        "auto-cost",
+        "log-adjacency-changes",
+        "list",
+        "terminal",
+        "default-metric",
+        "max-metric",
+        "table-map",
+        "aggregate-address",
+        "distribute-list",
+        "call",
+        "continue",
+        "neighbor",
+        "summary-address",
+        "capability",
+        "compatible",
+        "refresh",
+        "distribute-list",
+        "exit-vrf",
+    ]
+)
 # Words whose commands reach files, the host, other machines or authentication.
-FORBIDDEN_WORDS = frozenset("""
-log copy dump start-shell banner service password enable line username ping traceroute
-telnet ssh mtrace rpki frr agentx hostname domainname module fpm debug watchfrr
-allow-external-route-update mpls vrf zebra segment-routing bfd pbr key-chain file
-source include output tftp scp ftp http
-""".split())  # fmt: skip
+FORBIDDEN_WORDS = frozenset(
+    [
+        "log",
+        "copy",
+        "dump",
+        "start-shell",
+        "banner",
+        "service",
+        "password",
+        "enable",
+        "line",
+        "username",
+        "ping",
+        "traceroute",
+        "telnet",
+        "ssh",
+        "mtrace",
+        "rpki",
+        "frr",
+        "agentx",
+        "hostname",
+        "domainname",
+        "module",
+        "fpm",
+        "debug",
+        "watchfrr",
+        "allow-external-route-update",
+        "mpls",
+        "vrf",
+        "zebra",
+        "segment-routing",
+        "bfd",
+        "pbr",
+        "key-chain",
+        "file",
+        "source",
+        "include",
+        "output",
+        "tftp",
+        "scp",
+        "ftp",
+        "http",
+    ]
+)
 KNOWN = ALLOWED_WORDS | FORBIDDEN_WORDS
 WRITE_TARGETS = ("memory", "file", "terminal")
 PREFIX_RE = re.compile(r"^\d{1,3}(\.\d{1,3}){3}/\d{1,2}$")

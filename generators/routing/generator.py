@@ -235,24 +235,29 @@ class RoutingQueryGenerator:
         )
         with FrrPool(self.cfg, max_live=min(2, self.cfg.max_live_topologies)) as pool:
             for index in range(count):
-                rng = query_rng(seed, level, index)
+                yield self._one_frr(pool, level, seed, index, tracker)
 
-                def pick() -> tuple[str, tuple[FrrTopology, list[Fault]]]:
-                    topo, faults = frr_draw(self.cfg, level, rng)
-                    return fault_key(topo, faults), (topo, faults)  # type: ignore[arg-type]
+    def _one_frr(
+        self, pool: FrrPool, level: int, seed: int, index: int, tracker: KeyTracker
+    ) -> Query:
+        rng = query_rng(seed, level, index)
 
-                def attempt(drawn: tuple[FrrTopology, list[Fault]]) -> Query | str:
-                    topo, faults = drawn
-                    outcome = frr_validate(pool, topo, faults)
-                    if isinstance(outcome, str):
-                        key = "+".join(f"{f.type}/{f.variant}" for f in faults)
-                        self.rejected[key] = self.rejected.get(key, 0) + 1
-                        return outcome
-                    oracle, ordered = outcome
-                    return self._frr_query(level, seed, index, topo, ordered, oracle)
+        def pick() -> tuple[str, tuple[FrrTopology, list[Fault]]]:
+            topo, faults = frr_draw(self.cfg, level, rng)
+            return fault_key(topo, faults), (topo, faults)  # type: ignore[arg-type]
 
-                taken = tracker.take(index, pick, attempt, max_draws=MAX_DRAWS)
-                yield stamp(taken.value, taken)
+        def attempt(drawn: tuple[FrrTopology, list[Fault]]) -> Query | str:
+            topo, faults = drawn
+            outcome = frr_validate(pool, topo, faults)
+            if isinstance(outcome, str):
+                key = "+".join(f"{f.type}/{f.variant}" for f in faults)
+                self.rejected[key] = self.rejected.get(key, 0) + 1
+                return outcome
+            oracle, ordered = outcome
+            return self._frr_query(level, seed, index, topo, ordered, oracle)
+
+        taken = tracker.take(index, pick, attempt, max_draws=MAX_DRAWS)
+        return stamp(taken.value, taken)
 
     def _frr_query(
         self,

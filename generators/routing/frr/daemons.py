@@ -18,9 +18,10 @@ SYS_ADMIN, and SETUID/SETGID to drop them) and runs as the `frr` user. The agent
 
 from __future__ import annotations
 
+import contextlib
+import grp
 import os
 import pwd
-import grp
 import shutil
 import signal
 import subprocess
@@ -164,10 +165,8 @@ class RouterDaemons:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
         for proc in self._procs.values():
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                pass
         self._procs.clear()
 
     def remove(self) -> None:

@@ -167,7 +167,8 @@ class FrrEpisode:
 
     def _status_text(self) -> str:
         if self._now.full:
-            return f"{render(self._now, self._blind)}\nEverything checked works: the network is repaired."
+            shown = render(self._now, self._blind)
+            return f"{shown}\nEverything checked works: the network is repaired."
         left = self.max_turns - self._turn
         return (
             f"Required traffic now (turn {self._turn + 1} of {self.max_turns}, {left} left):\n"

@@ -78,7 +78,7 @@ def ospf_area(rng: random.Random, topo: FrrTopology, avoid: set[int]) -> Fault:
                     f"network {net} area {area}",
                 ),
             ),
-        ),  # fmt: skip
+        ),
         (
             (
                 f"r{r}",
@@ -89,7 +89,7 @@ def ospf_area(rng: random.Random, topo: FrrTopology, avoid: set[int]) -> Fault:
                     f"network {net} area 0",
                 ),
             ),
-        ),  # fmt: skip
+        ),
         (k, k + 1),
     )
 
@@ -122,7 +122,7 @@ def ospf_timers(rng: random.Random, topo: FrrTopology, avoid: set[int]) -> Fault
                     f"ip ospf dead-interval {DEAD}",
                 ),
             ),
-        ),  # fmt: skip
+        ),
         (k, k + 1),
     )
 
@@ -183,7 +183,7 @@ def bgp_neighbor(rng: random.Random, topo: FrrTopology, avoid: set[int]) -> Faul
                     f"neighbor {wrong} remote-as {other}",
                 ),
             ),
-        ),  # fmt: skip
+        ),
         (
             (
                 f"r{b}",
@@ -196,7 +196,7 @@ def bgp_neighbor(rng: random.Random, topo: FrrTopology, avoid: set[int]) -> Faul
                     f"neighbor {peer} advertisement-interval 0",
                 ),
             ),
-        ),  # fmt: skip
+        ),
         topo.borders,
     )
 
@@ -215,7 +215,7 @@ def bgp_remote_as(rng: random.Random, topo: FrrTopology, avoid: set[int]) -> Fau
                     "configure terminal", f"router bgp {mine}", f"neighbor {peer} remote-as {wrong}"
                 ),
             ),
-        ),  # fmt: skip
+        ),
         (
             (
                 f"r{b}",
@@ -223,29 +223,36 @@ def bgp_remote_as(rng: random.Random, topo: FrrTopology, avoid: set[int]) -> Fau
                     "configure terminal", f"router bgp {mine}", f"neighbor {peer} remote-as {other}"
                 ),
             ),
-        ),  # fmt: skip
+        ),
         topo.borders,
     )
 
 
 def bgp_filter(rng: random.Random, topo: FrrTopology, avoid: set[int]) -> Fault:
-    b, mine, peer, other = _border(rng, topo)
+    b, mine, peer, _ = _border(rng, topo)
     direction = rng.choice(["in", "out"])
     # In: a LAN of the other AS is refused; out: one of its own AS is not sent.
     owners = [i for i in topo.rs if (topo.asn(i) == mine) == (direction == "out")]
     lan = topo.lan(owners[rng.randrange(len(owners))])
     name = f"FILTER-{direction.upper()}"
     kind = rng.choice(["prefix_list", "route_map"])
-    lists = (f"ip prefix-list {name} seq 5 deny {lan}",
-             f"ip prefix-list {name} seq 10 permit 0.0.0.0/0 le 32")  # fmt: skip
+    lists = (
+        f"ip prefix-list {name} seq 5 deny {lan}",
+        f"ip prefix-list {name} seq 10 permit 0.0.0.0/0 le 32",
+    )
     if kind == "prefix_list":
         attach = f"neighbor {peer} prefix-list {name} {direction}"
         setup = lists
     else:
         attach = f"neighbor {peer} route-map {name} {direction}"
-        setup = (f"ip prefix-list {name}-DENY seq 5 permit {lan}",
-                 f"route-map {name} deny 10", f"match ip address prefix-list {name}-DENY",
-                 "exit", f"route-map {name} permit 20", "exit")  # fmt: skip
+        setup = (
+            f"ip prefix-list {name}-DENY seq 5 permit {lan}",
+            f"route-map {name} deny 10",
+            f"match ip address prefix-list {name}-DENY",
+            "exit",
+            f"route-map {name} permit 20",
+            "exit",
+        )
     return Fault(
         "bgp_filter",
         f"{kind}_{direction}",
@@ -262,7 +269,7 @@ def bgp_filter(rng: random.Random, topo: FrrTopology, avoid: set[int]) -> Fault:
                     attach,
                 ),
             ),
-        ),  # fmt: skip
+        ),
         (
             (
                 f"r{b}",
@@ -273,7 +280,7 @@ def bgp_filter(rng: random.Random, topo: FrrTopology, avoid: set[int]) -> Fault:
                     f"no {attach}",
                 ),
             ),
-        ),  # fmt: skip
+        ),
         topo.borders,
     )
 
@@ -296,7 +303,7 @@ def bgp_network(rng: random.Random, topo: FrrTopology, avoid: set[int]) -> Fault
                     f"no network {lan}",
                 ),
             ),
-        ),  # fmt: skip
+        ),
         (
             (
                 f"r{b}",
@@ -307,7 +314,7 @@ def bgp_network(rng: random.Random, topo: FrrTopology, avoid: set[int]) -> Fault
                     f"network {lan}",
                 ),
             ),
-        ),  # fmt: skip
+        ),
         topo.borders,
     )
 

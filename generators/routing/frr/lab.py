@@ -148,7 +148,7 @@ class FrrLab:
         neighbour is in a transitional state)."""
         assert self.daemons is not None
         scripts = {r: "ip -4 route show" for r in self.topo.frr_routers}
-        routes = self.emu._shell(scripts)  # noqa: SLF001 (one round for all routers)
+        routes = self.emu._shell(scripts)  # one round for all routers
         commands = ["show ip ospf neighbor json"]
         if self.topo.level == 5:
             commands.append("show bgp summary json")
