@@ -77,7 +77,7 @@ def play(app: RoutingApp, env, query: Query, agent: str):
 @pytest.mark.parametrize("level", [4, 5])
 def test_oracle_repairs_null_does_not(app, env, level):
     query = _query(level)
-    observation, steps, verdict = play(app, env, query, "oracle")
+    _, steps, verdict = play(app, env, query, "oracle")
     assert verdict.outcome is Outcome.CORRECT and verdict.safe, (verdict, steps[-1].output)
     assert len(steps) == len(query.ground_truth["oracle"])
     assert all(s.evidence["sandbox"] == "ok" for s in steps)

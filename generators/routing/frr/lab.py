@@ -36,6 +36,7 @@ from pipeline.errors import EnvironmentFailure
 CONVERGE_S = 40.0  # longest wait for the healthy network to work after a (re)start
 SETTLE_MAX_S = 30.0  # longest wait for the routing state to stop changing
 POLL_S = 0.3
+START_QUIET_S = 0.5  # a (re)started network's routing state unchanged this long: probe it
 STEP_WINDOW_S = 1.0  # quiet time after an ordinary step
 FINAL_WINDOW_S = DEAD + 0.5  # quiet time before a state counts as final (> dead interval)
 TRANSITIONAL = ("Init", "ExStart", "Exchange", "Loading", "2-Way", "Connect", "OpenSent",
@@ -106,7 +107,18 @@ class FrrLab:
         self.daemons.write_configs(configs)
         self.daemons.start()
         deadline = time.monotonic() + CONVERGE_S
+        last, since = None, time.monotonic()
         while True:
+            # Probe only once the routing state is quiet: a probe of a network still
+            # converging waits out every silent flow's retries.
+            state, moving = self.routing_state()
+            if state != last or moving:
+                last, since = state, time.monotonic()
+            up = state.count(" Full\n") + state.count(" Full\x00") + state.count(" Established")
+            waiting = up < self._adjacencies or time.monotonic() - since < START_QUIET_S
+            if waiting and time.monotonic() < deadline:
+                time.sleep(POLL_S / 3)
+                continue
             now = self.observe()
             if now.full:
                 return
@@ -118,11 +130,21 @@ class FrrLab:
                 )
             time.sleep(POLL_S)
 
+    @property
+    def _adjacencies(self) -> int:
+        """Neighbour entries of the healthy network: both ends of every OSPF link, and
+        both ends of the eBGP session."""
+        return 2 * len(self.topo.ospf_links) + 2 * len(self.topo.border_links)
+
     def reset(self) -> float:
         """Back to the healthy, converged network (see the module docstring)."""
         assert self.daemons is not None
         started = time.perf_counter()
         self.daemons.stop()
+        # What zebra installed goes first (routes through nexthop objects, which the
+        # kernel snapshot does not hold), so the verified restore needs one pass.
+        flush = "ip -4 route flush proto ospf; ip -4 route flush proto bgp; ip nexthop flush"
+        self.emu._shell({r: f"{flush} 2>/dev/null; true" for r in self.topo.frr_routers})
         self.emu.reset()
         self._start()
         self.used = False
@@ -155,7 +177,7 @@ class FrrLab:
         outs = self.daemons.vtysh_all(self.topo.frr_routers, commands)
         parts, moving = [], False
         for router in self.topo.frr_routers:
-            parts += [routes[router][1], _neighbour_states(outs[router])]
+            parts += [routes[router][1], _neighbour_states(outs[router]) + "\x00"]
             moving |= any(state in parts[-1] for state in TRANSITIONAL)
         return "\n".join(parts), moving
 
@@ -234,7 +256,7 @@ def _neighbour_states(out: str) -> str:
         while pos < len(text) and text[pos].isspace():
             pos += 1
         _collect_states(value, states)
-    return "\n".join(sorted(states))
+    return "\n".join(sorted(set(states)))
 
 
 def _collect_states(value: Any, out: list[str], key: str = "") -> None:
