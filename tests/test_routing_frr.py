@@ -224,3 +224,27 @@ def test_level5_observation_hides_the_failing_pairs():
     assert "h3" in render(now, blind=False)
     prompt = build_prompt(FrrTopology(5, 4, 2), 10, ("icmp", "tcp"))
     assert "not which ones" in prompt and "vtysh" in prompt
+
+
+def test_weights_steer_draws_by_operation_label():
+    from generators.routing.app import RoutingApp
+    from generators.routing.generator import draw as draw_l123
+    from pipeline.focus import generate_kwargs
+
+    cfg = RoutingConfig()
+    cases = {
+        1: "remove_ip",
+        3: "disable_interface+drop_traffic",
+        4: "ospf_network+ospf_passive",
+        5: "bgp_network+drop_traffic+ospf_timers",
+    }
+    for level, label in cases.items():
+        weights = {label: 1000.0}
+        pick = draw_l123 if level <= 3 else draw
+        labels = [
+            "+".join(sorted(f.type for f in pick(cfg, level, random.Random(i), weights)[1]))
+            for i in range(60)
+        ]
+        assert labels.count(label) >= 55, (level, labels)
+    app = RoutingApp(cfg)
+    assert generate_kwargs(app, {"weights": {"x": 1.0}}) == {"weights": {"x": 1.0}}

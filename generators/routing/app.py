@@ -7,7 +7,7 @@ network); scoring needs neither: it reads only the query and the recorded steps.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from generators.lab.reply import Command, CommandReplyFormat
@@ -54,10 +54,18 @@ class RoutingApp:
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
 
     def generate(
-        self, level: int, seed: int, count: int, *, allow_repeats: bool = False
+        self,
+        level: int,
+        seed: int,
+        count: int,
+        *,
+        allow_repeats: bool = False,
+        weights: Mapping[str, float] | None = None,
     ) -> Iterator[Query]:
+        """`weights`: per operation label, for failure-driven sampling (pipeline/focus.py);
+        None draws what every seed always drew."""
         generator = RoutingQueryGenerator(self.cfg, app_name=self.name)
-        return generator.generate(level, seed, count, allow_repeats=allow_repeats)
+        return generator.generate(level, seed, count, allow_repeats=allow_repeats, weights=weights)
 
     def capacity(self, level: int) -> Capacity:
         """Distinct queries of `level`: a counting formula (generators/routing/capacity.py)."""

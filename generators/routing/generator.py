@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from emulators.base import Emulator
@@ -49,7 +49,14 @@ from generators.routing.prompt import build_prompt
 from generators.routing.topology import RoutingTopology
 from pipeline.core import Query
 from pipeline.errors import ConfigError, EnvironmentFailure
-from pipeline.querygen import KeyTracker, query_id, query_key, query_rng, stamp
+from pipeline.querygen import (
+    KeyTracker,
+    query_id,
+    query_key,
+    query_rng,
+    stamp,
+    weighted_choice,
+)
 
 LEVELS = (1, 2, 3, 4, 5)  # 4 and 5: FRR (generators/routing/frr/)
 MAX_DRAWS = 30
@@ -80,14 +87,21 @@ def allowed_draws(cfg: RoutingConfig, level: int) -> list[tuple[str, ...]]:
     return kept
 
 
-def draw(cfg: RoutingConfig, level: int, rng: random.Random) -> tuple[RoutingTopology, list[Fault]]:
-    """The topology and faults of one draw (no network involved)."""
+def draw(
+    cfg: RoutingConfig,
+    level: int,
+    rng: random.Random,
+    weights: Mapping[str, float] | None = None,
+) -> tuple[RoutingTopology, list[Fault]]:
+    """The topology and faults of one draw (no network involved); `weights` per operation
+    label (failure-driven sampling) weigh the fault types or pairs."""
     size = cfg.sizes[SIZE_LEVEL[cfg.size] - 1 if cfg.size else level - 1]
     topo = RoutingTopology(rng.randint(*size.subnets), rng.randint(*size.hosts))
-    if cfg.faults is None:
+    if cfg.faults is None and weights is None:
         types = [rng.choice(TYPES)] if level == 1 else list(rng.choice(PAIRS[level]))
     else:  # app.faults: the level's types (L1) or pairs (L2, L3) made only of those
-        types = list(rng.choice(allowed_draws(cfg, level)))
+        options = allowed_draws(cfg, level)
+        types = list(weighted_choice(rng, options, weights, label=lambda d: "+".join(sorted(d))))
     faults: list[Fault] = []
     for kind in types:
         used = {k for f in faults for k in f.subnets}
@@ -188,7 +202,13 @@ class RoutingQueryGenerator:
         self.rejected: dict[str, int] = {}  # why draws were dropped, counted
 
     def generate(
-        self, level: int, seed: int, count: int, *, allow_repeats: bool = False
+        self,
+        level: int,
+        seed: int,
+        count: int,
+        *,
+        allow_repeats: bool = False,
+        weights: Mapping[str, float] | None = None,
     ) -> Iterator[Query]:
         if level not in LEVELS:
             raise ConfigError(f"level={level} is not defined for routing; choose one of {LEVELS}")
@@ -198,7 +218,7 @@ class RoutingQueryGenerator:
                     f"routing levels 4-5 (FRR) run on Mininet only; app.emulator="
                     f"{self.cfg.emulator!r} has levels 1-3 (README: routing levels 4-5)"
                 )
-            yield from self._generate_frr(level, seed, count, allow_repeats)
+            yield from self._generate_frr(level, seed, count, allow_repeats, weights)
             return
         if self.cfg.faults is not None:
             allowed_draws(self.cfg, level)  # a knob leaving nothing fails before any lab
@@ -213,10 +233,15 @@ class RoutingQueryGenerator:
         )
         with open_pool(self.cfg) as pool:
             for index in range(count):
-                yield self._one(pool, level, seed, index, tracker)
+                yield self._one(pool, level, seed, index, tracker, weights)
 
     def _generate_frr(
-        self, level: int, seed: int, count: int, allow_repeats: bool
+        self,
+        level: int,
+        seed: int,
+        count: int,
+        allow_repeats: bool,
+        weights: Mapping[str, float] | None,
     ) -> Iterator[Query]:
         from generators.routing.capacity import capacity
 
@@ -235,15 +260,21 @@ class RoutingQueryGenerator:
         )
         with FrrPool(self.cfg, max_live=min(2, self.cfg.max_live_topologies)) as pool:
             for index in range(count):
-                yield self._one_frr(pool, level, seed, index, tracker)
+                yield self._one_frr(pool, level, seed, index, tracker, weights)
 
     def _one_frr(
-        self, pool: FrrPool, level: int, seed: int, index: int, tracker: KeyTracker
+        self,
+        pool: FrrPool,
+        level: int,
+        seed: int,
+        index: int,
+        tracker: KeyTracker,
+        weights: Mapping[str, float] | None,
     ) -> Query:
         rng = query_rng(seed, level, index)
 
         def pick() -> tuple[str, tuple[FrrTopology, list[Fault]]]:
-            topo, faults = frr_draw(self.cfg, level, rng)
+            topo, faults = frr_draw(self.cfg, level, rng, weights)
             return fault_key(topo, faults), (topo, faults)  # type: ignore[arg-type]
 
         def attempt(drawn: tuple[FrrTopology, list[Fault]]) -> Query | str:
@@ -288,11 +319,19 @@ class RoutingQueryGenerator:
             env_key=topo.name,
         )
 
-    def _one(self, pool: LabPool, level: int, seed: int, index: int, tracker: KeyTracker) -> Query:
+    def _one(
+        self,
+        pool: LabPool,
+        level: int,
+        seed: int,
+        index: int,
+        tracker: KeyTracker,
+        weights: Mapping[str, float] | None = None,
+    ) -> Query:
         rng = query_rng(seed, level, index)
 
         def pick() -> tuple[str, tuple[RoutingTopology, list[Fault]]]:
-            topo, faults = draw(self.cfg, level, rng)
+            topo, faults = draw(self.cfg, level, rng, weights)
             return fault_key(topo, faults), (topo, faults)
 
         def attempt(drawn: tuple[RoutingTopology, list[Fault]]) -> Query | str:

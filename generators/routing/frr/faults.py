@@ -22,11 +22,13 @@ chain has not (see README, routing levels 4-5).
 
 from __future__ import annotations
 
+import itertools
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from generators.routing.faults import Fault
 from generators.routing.frr.topology import ASNS, DEAD, HELLO, FrrTopology
+from pipeline.querygen import weighted_choice
 
 OSPF = ("ospf_area", "ospf_timers", "ospf_passive", "ospf_network")
 BGP = ("bgp_neighbor", "bgp_remote_as", "bgp_filter", "bgp_network")
@@ -356,10 +358,35 @@ def level_types(level: int, allowed: list[str] | None) -> dict[str, tuple[str, .
     return {c: tuple(t for t in types if keep(t)) for c, types in cats.items()}
 
 
-def draw_types(rng: random.Random, level: int, allowed: list[str] | None) -> list[str]:
+def combinations_of(level: int, allowed: list[str] | None) -> list[tuple[str, ...]]:
+    """Every combination of types a level can draw, as its operation label sorts them."""
+    cats = level_types(level, allowed)
+    if level == 4:
+        pool = list(cats["ospf"])
+        return list(itertools.combinations(pool, 2)) if len(pool) > 1 else [(pool[0], pool[0])]
+    return list(itertools.product(*(t for t in cats.values() if t)))
+
+
+def draw_types(
+    rng: random.Random,
+    level: int,
+    allowed: list[str] | None,
+    weights: Mapping[str, float] | None = None,
+) -> list[str]:
     """L4: two OSPF faults of different types (the same type twice only when app.faults
     leaves one); L5: one OSPF, one BGP and one data-plane fault (a category app.faults
-    empties is filled from the others)."""
+    empties is filled from the others). With `weights` (failure-driven sampling), the
+    combination is drawn by its operation label's weight."""
+    if weights is not None:
+        combo = weighted_choice(
+            rng, combinations_of(level, allowed), weights, label=lambda c: "+".join(sorted(c))
+        )
+        chosen = list(combo)
+        pool = [t for t in TYPES if allowed is None or t in allowed]
+        while len(chosen) < (2 if level == 4 else 3):
+            chosen.append(rng.choice(pool))
+        rng.shuffle(chosen)
+        return chosen
     cats = level_types(level, allowed)
     if level == 4:
         pool = list(cats["ospf"])

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import random
 from collections import OrderedDict
+from collections.abc import Mapping
 from typing import Any
 
 from emulators.netcmd.sandbox import Status
@@ -39,11 +40,13 @@ def routers_range(cfg: Any, level: int) -> tuple[int, int]:
     return int(low), int(high)
 
 
-def draw(cfg: Any, level: int, rng: random.Random) -> tuple[FrrTopology, list[Fault]]:
+def draw(
+    cfg: Any, level: int, rng: random.Random, weights: Mapping[str, float] | None = None
+) -> tuple[FrrTopology, list[Fault]]:
     n = rng.randint(*routers_range(cfg, level))
     topo = FrrTopology(level, n, n // 2 if level == 5 else 0)
     faults: list[Fault] = []
-    for kind in draw_types(rng, level, getattr(cfg, "faults", None)):
+    for kind in draw_types(rng, level, getattr(cfg, "faults", None), weights):
         used = {k for f in faults for k in f.subnets}
         faults.append(DRAW[kind](rng, topo, used))
     return topo, faults
