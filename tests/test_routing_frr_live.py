@@ -102,7 +102,7 @@ def _digest(folder: Path) -> str:
 
 
 def _host_vtysh(daemons, router: str, *lines: str) -> str:
-    argv = ["vtysh", "--vty_socket", str(daemons.vty_dir(router))]
+    argv = ["vtysh", "-H", "/dev/null", "--vty_socket", str(daemons.vty_dir(router))]
     for line in lines:
         argv += ["-c", line]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=10)

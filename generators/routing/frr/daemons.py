@@ -37,6 +37,8 @@ FRR_LIB = Path("/usr/lib/frr")
 CAPS = ("CAP_NET_ADMIN", "CAP_NET_RAW", "CAP_NET_BIND_SERVICE", "CAP_SYS_ADMIN",
         "CAP_SETUID", "CAP_SETGID")  # fmt: skip
 BASE = Path("/run/netgauge-frr")
+# The trusted vtysh: no history file (vtysh appends its -c lines to ~/.history_frr).
+HOST_VTYSH = ("vtysh", "-H", "/dev/null", "--vty_socket")
 START_S = 10.0  # how long a daemon may take to open its vty socket
 
 
@@ -182,7 +184,7 @@ class RouterDaemons:
         """Trusted vtysh on several routers at once: {router: output}."""
         procs = {}
         for router in routers:
-            argv = ["vtysh", "--vty_socket", str(self.vty_dir(router))]
+            argv = [*HOST_VTYSH, str(self.vty_dir(router))]
             for command in commands:
                 argv += ["-c", command]
             procs[router] = subprocess.Popen(
@@ -208,7 +210,7 @@ class RouterDaemons:
     def vtysh(self, router: str, commands: Sequence[str], timeout_s: float = 10.0) -> str:
         """Trusted vtysh on `router` (injections, state polls): its output; raises
         EnvironmentFailure when it fails."""
-        argv = ["vtysh", "--vty_socket", str(self.vty_dir(router))]
+        argv = [*HOST_VTYSH, str(self.vty_dir(router))]
         for command in commands:
             argv += ["-c", command]
         try:
