@@ -21,6 +21,7 @@ from pipeline.core import Query, StepResult, Verdict
 from pipeline.errors import ConfigError
 
 IDLE_COMMAND = {"machine": "r0", "command": "ip -br addr"}  # after the fixes: look, change nothing
+IDLE_COMMAND_FRR = {"machine": "r1", "command": "ip -br addr"}  # levels 4-5 have no r0
 # Situations in the style of the app's observations, answered the way we would answer them.
 FEW_SHOT: tuple[tuple[str, str], ...] = (
     (
@@ -78,7 +79,8 @@ class RoutingApp:
 
     def oracle_reply(self, query: Query, turn: int, observation: str) -> str:
         commands = query.ground_truth["oracle"]
-        command = commands[turn - 1] if turn <= len(commands) else IDLE_COMMAND
+        idle = IDLE_COMMAND_FRR if query.level >= 4 else IDLE_COMMAND
+        command = commands[turn - 1] if turn <= len(commands) else idle
         return json.dumps(command)
 
     def score(self, query: Query, steps: Sequence[StepResult]) -> Verdict:
