@@ -57,6 +57,18 @@ def installed() -> str | None:
     return None
 
 
+def cleanup_stale(alive: Callable[[str], bool]) -> list[str]:
+    """Remove the folders of labs whose emulator instance is gone (a killed run's); the
+    daemons went with their instance's namespaces."""
+    removed = []
+    if BASE.is_dir():
+        for folder in BASE.iterdir():
+            if folder.is_dir() and not alive(folder.name):
+                shutil.rmtree(folder, ignore_errors=True)
+                removed.append(str(folder))
+    return removed
+
+
 def frr_ids() -> tuple[int, int, int]:
     """(uid of frr, gid of frr, gid of frrvty)."""
     user = pwd.getpwnam("frr")

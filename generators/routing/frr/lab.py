@@ -29,7 +29,7 @@ from emulators.netcmd.sandbox import CommandSandbox
 from emulators.probe import PROTOCOLS, Flow
 from generators.routing.checks import Connectivity
 from generators.routing.faults import Fault
-from generators.routing.frr.daemons import RouterDaemons
+from generators.routing.frr.daemons import RouterDaemons, cleanup_stale
 from generators.routing.frr.topology import DEAD, FrrTopology
 from pipeline.errors import EnvironmentFailure
 
@@ -69,6 +69,9 @@ class FrrLab:
         self.used = False  # changed since the last (re)start: reset before reuse
 
     def __enter__(self) -> Self:
+        backend = type(self.emu)
+        backend.cleanup_stale()  # what killed runs left (their namespaces, daemons with them)
+        cleanup_stale(lambda prefix: bool(backend.leftovers(prefix)))
         self.emu.__enter__()
         try:
             self.emu.build(self.topo.lab())
