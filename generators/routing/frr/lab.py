@@ -36,6 +36,7 @@ from pipeline.errors import EnvironmentFailure
 CONVERGE_S = 40.0  # longest wait for the healthy network to work after a (re)start
 SETTLE_MAX_S = 30.0  # longest wait for the routing state to stop changing
 POLL_S = 0.3
+MIN_QUIET_SAMPLES = 3  # unchanged routing states seen before a quiet window counts
 START_QUIET_S = 0.5  # a (re)started network's routing state unchanged this long: probe it
 STEP_WINDOW_S = 1.0  # quiet time after an ordinary step
 FINAL_WINDOW_S = DEAD + 0.5  # quiet time before a state counts as final (> dead interval)
@@ -187,13 +188,17 @@ class FrrLab:
     def settle(self, window_s: float = STEP_WINDOW_S) -> Connectivity:
         """Wait until the routing state stayed the same for `window_s`, then probe."""
         deadline = time.monotonic() + SETTLE_MAX_S
-        last, since = None, time.monotonic()
+        last, since, samples = None, time.monotonic(), 0
         while time.monotonic() < deadline:
             state, moving = self.routing_state()
             if state != last or moving:
-                last, since = state, time.monotonic()
-            elif time.monotonic() - since >= window_s:
-                return self.observe()
+                last, since, samples = state, time.monotonic(), 0
+            else:
+                samples += 1
+                # A quiet window counts only when it was sampled: on a starved machine the
+                # clock runs while neither the daemons nor this poller do.
+                if time.monotonic() - since >= window_s and samples >= MIN_QUIET_SAMPLES:
+                    return self.observe()
             time.sleep(POLL_S)
         raise EnvironmentFailure(
             f"{self.topo.name}: the routing state kept changing for {SETTLE_MAX_S:g} s"
