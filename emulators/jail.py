@@ -65,6 +65,9 @@ class Jail:
     hostname: str = "netgauge"
     files: Sequence[tuple[int, str]] = ()  # (fd, destination): read-only data from an fd
     merged_usr: bool = True  # /bin, /sbin, /lib, /lib64 as symlinks into /usr
+    # Folders made 0755 before any bind (bwrap makes a bind's missing parents 0700, which a
+    # jail with `uid` set could not cross).
+    dirs: Sequence[str] = ()
 
     def argv(self, command: Sequence[str]) -> list[str]:
         """The bwrap command line that runs `command` inside this jail."""
@@ -94,6 +97,8 @@ class Jail:
             for name in MERGED_USR:
                 if Path(f"/usr/{name}").exists():
                     args += ["--symlink", f"usr/{name}", f"/{name}"]
+        for path in self.dirs:
+            args += ["--perms", "0755", "--dir", path]
         for spec in self.ro_binds:
             src, dst = _pair(spec)
             args += ["--ro-bind", src, dst]

@@ -193,6 +193,14 @@ def bench_routing(data: Path) -> dict[str, Any]:
     return bench.run_all()
 
 
+def bench_routing_levels(data: Path) -> dict[str, Any]:
+    """Routing levels 4-5 (FRR): prompt tokens, generation and oracle time, oracle and null
+    validity on $NETGAUGE_BENCH_FRR_QUERIES queries per level (needs root). Not in `make bench`."""
+    from generators.routing import bench_levels
+
+    return bench_levels.run_levels()
+
+
 def bench_emulators(data: Path) -> dict[str, Any]:
     """Mininet and Kathara on NetLLMBench's lab: build, exec, state read, chain, reset, stop."""
     from generators.netllmbench import bench
@@ -292,6 +300,7 @@ BENCHMARKS: dict[str, Bench] = {
     "isolation": bench_isolation,
     "emulators": bench_emulators,
     "routing": bench_routing,
+    "routing_levels": bench_routing_levels,
     "analysis": bench_analysis,
     "k8s": bench_k8s,
     "k8s_levels": bench_k8s_levels,

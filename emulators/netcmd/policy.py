@@ -14,7 +14,7 @@ import shlex
 import shutil
 from dataclasses import dataclass
 
-from emulators.netcmd import kinds
+from emulators.netcmd import kinds, vtysh
 from emulators.netcmd.tools import RULES, TOOL_NAMES, check_sysctl
 
 MAX_COMMAND_CHARS = 1000
@@ -89,7 +89,9 @@ def check(command: str) -> Checked:
         if why:
             return refuse(why)
     writes: list[str] = []
-    if name == "sysctl":
+    if name == "vtysh":  # routers running FRR only; the sandbox binds the router's socket
+        reason = vtysh.check_vtysh(argv[1:], vtysh.DAEMONS).reason
+    elif name == "sysctl":
         reason, writes = check_sysctl(argv[1:])
     elif name in RULES:
         reason = RULES[name](argv[1:])

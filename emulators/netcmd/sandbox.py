@@ -17,8 +17,9 @@ import enum
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from emulators.base import Emulator
-from emulators.netcmd import budget, confine, kinds
+from emulators import cgroup
+from emulators.base import CommandResult, Emulator
+from emulators.netcmd import budget, confine, kinds, vtysh
 from emulators.netcmd.policy import check
 from pipeline.core import StepStatus
 
@@ -66,6 +67,7 @@ class CommandSandbox:
         timeout_s: float = 5.0,
         output_bytes: int = 16384,
         switches: Iterable[str] = (),
+        vty_dirs: dict[str, str] | None = None,
     ) -> None:
         self.emulator = emulator
         self.machines = tuple(machines)
@@ -74,6 +76,9 @@ class CommandSandbox:
         self.output_bytes = output_bytes
         # Backends whose devices are network namespaces say where (both real ones do).
         self._netns = getattr(emulator, "netns_path", None)
+        # Routers running FRR: their folder of vty sockets and vtysh.conf (emulators/netcmd/
+        # vtysh.py), the only FRR their vtysh sees.
+        self.vty_dirs = dict(vty_dirs or {})
         kinds.preload()
 
     def run(self, machine: str, command: str) -> SandboxResult:
@@ -87,6 +92,8 @@ class CommandSandbox:
         if not checked.allowed:
             why = f"command refused: {checked.reason}"
             return SandboxResult(Status.REJECTED, machine, command, reason=why, output=why)
+        if checked.argv[0].endswith("/vtysh"):
+            return self._vtysh(machine, command, checked.argv)
         if self._netns is not None:
             why = budget.refusal(self._netns(machine), checked.argv)
             if why:
@@ -99,7 +106,32 @@ class CommandSandbox:
                 output_bytes=self.output_bytes,
                 host_prefix=prefix,
             )
-        result = replace(result, argv=checked.argv)
+        return self._result(machine, command, replace(result, argv=checked.argv))
+
+    def _vtysh(self, machine: str, command: str, argv: tuple[str, ...]) -> SandboxResult:
+        """vtysh on a router running FRR, jailed with only that router's vty sockets."""
+        vty_dir = self.vty_dirs.get(machine)
+        if vty_dir is None:
+            why = f"{machine} runs no routing daemons; vtysh works on the FRR routers only"
+            return SandboxResult(Status.REJECTED, machine, command, reason=why, output=why)
+        checked = vtysh.check_vtysh(list(argv[1:]), vtysh.DAEMONS)
+        inner = vtysh.argv(argv[0], checked)
+        group = cgroup.MemoryCgroup.create("labcmd", confine.MEMORY_BYTES, pids=confine.PIDS)
+        try:
+            prefix = group.join_prefix() if group is not None else []
+            result = self.emulator.run(
+                machine,
+                vtysh.jail(argv[0], vty_dir).argv(inner),
+                timeout_s=self.timeout_s,
+                output_bytes=self.output_bytes,
+                host_prefix=prefix,
+            )
+        finally:
+            if group is not None:
+                group.remove()
+        return self._result(machine, command, replace(result, argv=argv))
+
+    def _result(self, machine: str, command: str, result: CommandResult) -> SandboxResult:
         output, reason = result.output, None
         if result.timed_out:
             status, reason = Status.TIMEOUT, f"the command was stopped after {self.timeout_s:g} s"

@@ -6,12 +6,17 @@ pings again. Modules: topology (names, addresses, the lab), faults (five types, 
 and fix commands), config, prompt (task text, reply parsing), generator (seeded draws,
 validated on a live network, keyed by topology and faults), capacity (distinct queries
 per level, by formula), environment (topology pool, episodes), scoring (pure, from
-step evidence), app (the pipeline.core.App), bench (timings).
+step evidence), app (the pipeline.core.App), bench (timings). Levels 4 and 5 run OSPF
+(and eBGP) on FRR routers in a chain: generators/routing/frr/ (bench_levels: their figures).
 """
 
 from pipeline.registry import AppSpec
 
-APP_VERSION = "3"  # 2: distinct keys per seed slot; 3: TCP and UDP checks, level map of Table 5
+# 2: distinct keys per seed slot; 3: TCP and UDP checks, level map of Table 5. Levels 4-5
+# (FRR) and the faults/size/weights knobs came without a bump: every query levels 1-3 drew
+# before is drawn byte for byte the same (their keys, prompts and ground truth), and
+# levels 4-5 had no earlier version to tell apart.
+APP_VERSION = "3"
 APP = AppSpec(
     kind="routing", app=".app:RoutingApp", config=".config:RoutingConfig", version=APP_VERSION
 )

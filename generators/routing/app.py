@@ -7,7 +7,7 @@ network); scoring needs neither: it reads only the query and the recorded steps.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from generators.lab.reply import Command, CommandReplyFormat
@@ -21,6 +21,7 @@ from pipeline.core import Query, StepResult, Verdict
 from pipeline.errors import ConfigError
 
 IDLE_COMMAND = {"machine": "r0", "command": "ip -br addr"}  # after the fixes: look, change nothing
+IDLE_COMMAND_FRR = {"machine": "r1", "command": "ip -br addr"}  # levels 4-5 have no r0
 # Situations in the style of the app's observations, answered the way we would answer them.
 FEW_SHOT: tuple[tuple[str, str], ...] = (
     (
@@ -54,10 +55,18 @@ class RoutingApp:
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
 
     def generate(
-        self, level: int, seed: int, count: int, *, allow_repeats: bool = False
+        self,
+        level: int,
+        seed: int,
+        count: int,
+        *,
+        allow_repeats: bool = False,
+        weights: Mapping[str, float] | None = None,
     ) -> Iterator[Query]:
+        """`weights`: per operation label, for failure-driven sampling (pipeline/focus.py);
+        None draws what every seed always drew."""
         generator = RoutingQueryGenerator(self.cfg, app_name=self.name)
-        return generator.generate(level, seed, count, allow_repeats=allow_repeats)
+        return generator.generate(level, seed, count, allow_repeats=allow_repeats, weights=weights)
 
     def capacity(self, level: int) -> Capacity:
         """Distinct queries of `level`: a counting formula (generators/routing/capacity.py)."""
@@ -70,7 +79,8 @@ class RoutingApp:
 
     def oracle_reply(self, query: Query, turn: int, observation: str) -> str:
         commands = query.ground_truth["oracle"]
-        command = commands[turn - 1] if turn <= len(commands) else IDLE_COMMAND
+        idle = IDLE_COMMAND_FRR if query.level >= 4 else IDLE_COMMAND
+        command = commands[turn - 1] if turn <= len(commands) else idle
         return json.dumps(command)
 
     def score(self, query: Query, steps: Sequence[StepResult]) -> Verdict:

@@ -119,6 +119,8 @@ def per_seed(cfg: RoutingConfig, level: int, total: int) -> tuple[int, str]:
 
 
 def capacity(cfg: RoutingConfig, level: int) -> Capacity:
+    if level >= 4:
+        return frr_capacity(cfg, level)
     found = by_operation(cfg, level, free=False)
     with_numbers = by_operation(cfg, level, free=True)
     total = sum(found.values())
@@ -133,5 +135,62 @@ def capacity(cfg: RoutingConfig, level: int) -> Capacity:
             f"live labs not counted; a free number (rule preference, MTU, foreign address) "
             f"makes no new query: with them, {sum(with_numbers.values()):,} draws differ; "
             f"{how_seed}"
+        ),
+    )
+
+
+def frr_count(kind: str, level: int, routers: int) -> int:
+    """Faults of `kind` a level 4-5 draw can make on a chain of `routers` (free numbers
+    counted once: generators/routing/generator.py FREE_NUMBER)."""
+    n = routers
+    a = n // 2 if level == 5 else n
+    sides = 2 * (n - 1 - (1 if level == 5 else 0))  # both ends of every OSPF link
+    counts = {
+        "ospf_area": sides,
+        "ospf_timers": 2 * sides,  # hello or dead
+        "ospf_passive": sides,
+        "ospf_network": n,
+        "bgp_neighbor": 2,
+        "bgp_remote_as": 2 * 2,  # its own AS or another
+        "bgp_filter": 2 * 2 * (a + (n - a)),  # side, prefix-list or route-map, in/out LAN
+        "bgp_network": a + (n - a),
+        "drop_traffic": n * (n - 1) * 2 * 2,  # router, LAN, from/to, DROP/REJECT
+    }
+    return counts[kind]
+
+
+def frr_capacity(cfg: RoutingConfig, level: int) -> Capacity:
+    from itertools import combinations, product
+
+    from generators.routing.frr.faults import level_types
+    from generators.routing.frr.generator import routers_range
+
+    cats = level_types(level, cfg.faults)
+    low, high = routers_range(cfg, level)
+    found: dict[str, int] = {}
+    for n in range(low, high + 1):
+        if level == 4:
+            pool = list(cats["ospf"])
+            combos = list(combinations(pool, 2)) if len(pool) > 1 else [(pool[0], pool[0])]
+        else:
+            combos = list(product(*(t for t in cats.values() if t)))
+        for combo in combos:
+            total = 1
+            for kind in combo:
+                total *= frr_count(kind, level, n)
+            key = "+".join(sorted(combo))
+            found[key] = found.get(key, 0) + total
+    total = sum(found.values())
+    share = total / SEED_SLOTS
+    spread = math.sqrt(total * (1 / SEED_SLOTS) * (1 - 1 / SEED_SLOTS))
+    return Capacity(
+        total=total,
+        by_operation=found,
+        exact=False,
+        per_seed=max(0, math.floor(share - 4 * spread)),
+        how=(
+            "counting formula over the FRR draws (generators/routing/capacity.py frr_count), "
+            "faults on the same router counted as on different ones, validity on live labs "
+            "not counted; per seed: a lower bound on a slot's share"
         ),
     )

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from generators.lab.pool import CommandConfig, ProbeConfig, int_in, validate_pool_config
+from generators.routing.faults import TYPES
+from generators.routing.frr.faults import TYPES as FRR_TYPES
 from pipeline.errors import ConfigError
 from pipeline.variants import operational
 
@@ -30,6 +32,11 @@ class RoutingConfig:
     max_turns: int = 10  # agent commands per query
     emulator: str = "mininet"  # backend running the labs: mininet | kathara
     sizes: list[LevelSize] = field(default_factory=_default_sizes)  # per level 1, 2, 3
+    frr_sizes: list[list[int]] = field(  # routers [min, max] at levels 4 and 5 (FRR)
+        default_factory=lambda: [[3, 4], [4, 5]]
+    )
+    faults: list[str] | None = None  # fault types drawn (levels 1-5); None: every one
+    size: str | None = None  # small | medium | large: a fixed size at every level; None: ranges
     probe: ProbeConfig = field(default_factory=ProbeConfig)
     command: CommandConfig = field(default_factory=CommandConfig)
     max_live_topologies: int = operational(8)  # topologies an environment keeps running (LRU)
@@ -37,6 +44,9 @@ class RoutingConfig:
     def validate(self) -> None:
         """Raise ConfigError naming the first wrong key (called when configs are composed)."""
         validate_config(self)
+
+
+SIZES = ("small", "medium", "large")
 
 
 def validate_config(cfg: RoutingConfig, prefix: str = "app") -> None:
@@ -54,6 +64,26 @@ def validate_config(cfg: RoutingConfig, prefix: str = "app") -> None:
             lo, hi = (int_in(v, where, low, high) for v in pair)
             if lo > hi:
                 raise ConfigError(f"{where}: min {lo} exceeds max {hi}")
+    if len(cfg.frr_sizes) != 2:
+        raise ConfigError(f"{prefix}.frr_sizes must list levels 4 and 5, got {cfg.frr_sizes!r}")
+    for level, pair in zip((4, 5), cfg.frr_sizes, strict=True):
+        where = f"{prefix}.frr_sizes[{level - 4}]"
+        if len(list(pair)) != 2:
+            raise ConfigError(f"{where} must be [min, max], got {pair!r}")
+        lo, hi = (int_in(v, where, 3 if level == 4 else 4, 6) for v in pair)
+        if lo > hi:
+            raise ConfigError(f"{where}: min {lo} exceeds max {hi}")
+    if cfg.size is not None and cfg.size not in SIZES:
+        raise ConfigError(f"{prefix}.size must be null or one of {list(SIZES)}, got {cfg.size!r}")
+    if cfg.faults is not None:
+        faults = list(cfg.faults)
+        known = (*TYPES, *FRR_TYPES)
+        wrong = [f for f in faults if f not in known]
+        if not faults or wrong or len(set(faults)) != len(faults):
+            raise ConfigError(
+                f"{prefix}.faults must be null or a list of distinct fault types from "
+                f"{', '.join(known)}; got {faults!r}"
+            )
     validate_pool_config(cfg, prefix)
     if "icmp" not in cfg.probe.protocols:
         raise ConfigError(

@@ -13,6 +13,7 @@ import logging
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from types import TracebackType
 from typing import Any
 
 from emulators.base import Emulator
@@ -25,6 +26,8 @@ from generators.routing import checks
 from generators.routing.checks import Connectivity
 from generators.routing.config import RoutingConfig
 from generators.routing.faults import Fault
+from generators.routing.frr.episode import FrrEpisode, frr_episode
+from generators.routing.frr.generator import FRR_LEVELS, FrrPool
 from generators.routing.topology import RoutingTopology
 from pipeline.core import Query, StepResult, StepStatus
 from pipeline.errors import EnvironmentFailure
@@ -151,8 +154,32 @@ class RoutingEnvironment(PooledEnvironment):
 
     cfg: RoutingConfig
 
+    def __init__(self, cfg: RoutingConfig) -> None:
+        super().__init__(cfg)
+        self.frr_pool: FrrPool | None = None  # levels 4-5: FRR labs, made when first needed
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        frr_pool, self.frr_pool = self.frr_pool, None
+        try:
+            if frr_pool is not None:
+                frr_pool.close()
+        finally:
+            super().__exit__(exc_type, exc, tb)
+
     @contextmanager
-    def episode(self, query: Query) -> Iterator[RoutingEpisode]:
+    def episode(self, query: Query) -> Iterator[RoutingEpisode | FrrEpisode]:
+        if query.level in FRR_LEVELS:
+            self.live_pool()  # inside the `with` block
+            if self.frr_pool is None:
+                self.frr_pool = FrrPool(self.cfg, max_live=min(2, self.cfg.max_live_topologies))
+            with frr_episode(self.frr_pool, query, self.cfg.max_turns) as played:
+                yield played
+            return
         pool = self.live_pool()
         topo = RoutingTopology.from_name(query.env_key)
         emu, sandbox = pool.get(topo)

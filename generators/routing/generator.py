@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from emulators.base import Emulator
@@ -39,13 +39,26 @@ from generators.routing import APP_VERSION, checks
 from generators.routing.config import RoutingConfig
 from generators.routing.environment import InjectionFailed, inject
 from generators.routing.faults import DRAW, TYPES, Fault
+from generators.routing.frr.episode import build_prompt as frr_prompt
+from generators.routing.frr.faults import level_types
+from generators.routing.frr.generator import FRR_LEVELS, FrrPool
+from generators.routing.frr.generator import draw as frr_draw
+from generators.routing.frr.generator import validate as frr_validate
+from generators.routing.frr.topology import FrrTopology
 from generators.routing.prompt import build_prompt
 from generators.routing.topology import RoutingTopology
 from pipeline.core import Query
 from pipeline.errors import ConfigError, EnvironmentFailure
-from pipeline.querygen import KeyTracker, query_id, query_key, query_rng, stamp
+from pipeline.querygen import (
+    KeyTracker,
+    query_id,
+    query_key,
+    query_rng,
+    stamp,
+    weighted_choice,
+)
 
-LEVELS = (1, 2, 3)
+LEVELS = (1, 2, 3, 4, 5)  # 4 and 5: FRR (generators/routing/frr/)
 MAX_DRAWS = 30
 R, I, A, D, W = TYPES  # noqa: E741 (NetArena's one-letter names of the five types)
 # NetArena's Table 5: L2 pairs disable_routing with each other type, plus remove_ip and
@@ -56,14 +69,39 @@ PAIRS = {
     3: [(I, A), (I, D), (I, W), (A, D)],
 }
 
+SIZE_LEVEL = {"small": 1, "medium": 2, "large": 3}  # app.size: that level's size range
+
 log = logging.getLogger(__name__)
 
 
-def draw(cfg: RoutingConfig, level: int, rng: random.Random) -> tuple[RoutingTopology, list[Fault]]:
-    """The topology and faults of one draw (no network involved)."""
-    size = cfg.sizes[level - 1]
+def allowed_draws(cfg: RoutingConfig, level: int) -> list[tuple[str, ...]]:
+    """The fault types (L1) or pairs (L2, L3) a level draws under app.faults."""
+    chosen = set(cfg.faults or TYPES)
+    draws = [(t,) for t in TYPES] if level == 1 else [tuple(p) for p in PAIRS[level]]
+    kept = [d for d in draws if set(d) <= chosen]
+    if not kept:
+        raise ConfigError(
+            f"app.faults={sorted(chosen)} leaves nothing to draw at level {level}; it draws "
+            f"{', '.join('+'.join(d) for d in draws)}"
+        )
+    return kept
+
+
+def draw(
+    cfg: RoutingConfig,
+    level: int,
+    rng: random.Random,
+    weights: Mapping[str, float] | None = None,
+) -> tuple[RoutingTopology, list[Fault]]:
+    """The topology and faults of one draw (no network involved); `weights` per operation
+    label (failure-driven sampling) weigh the fault types or pairs."""
+    size = cfg.sizes[SIZE_LEVEL[cfg.size] - 1 if cfg.size else level - 1]
     topo = RoutingTopology(rng.randint(*size.subnets), rng.randint(*size.hosts))
-    types = [rng.choice(TYPES)] if level == 1 else list(rng.choice(PAIRS[level]))
+    if cfg.faults is None and weights is None:
+        types = [rng.choice(TYPES)] if level == 1 else list(rng.choice(PAIRS[level]))
+    else:  # app.faults: the level's types (L1) or pairs (L2, L3) made only of those
+        options = allowed_draws(cfg, level)
+        types = list(weighted_choice(rng, options, weights, label=lambda d: "+".join(sorted(d))))
     faults: list[Fault] = []
     for kind in types:
         used = {k for f in faults for k in f.subnets}
@@ -73,7 +111,10 @@ def draw(cfg: RoutingConfig, level: int, rng: random.Random) -> tuple[RoutingTop
 
 # Variants with a free number: which number was drawn does not make another query (the
 # agent finds and fixes the same thing), so their key is the fault without it.
-FREE_NUMBER = {"rule_prohibit": "ip rule preference", "router_mtu": "MTU", "foreign": "address"}
+FREE_NUMBER = {"rule_prohibit": "ip rule preference", "router_mtu": "MTU", "foreign": "address",
+               # levels 4-5 (generators/routing/frr/faults.py)
+               "area_mismatch": "area", "hello": "hello interval", "dead": "dead interval",
+               "wrong_address": "neighbour address", "wrong_as": "AS number"}  # fmt: skip
 
 
 def fault_key(topo: RoutingTopology, faults: list[Fault]) -> str:
@@ -161,10 +202,26 @@ class RoutingQueryGenerator:
         self.rejected: dict[str, int] = {}  # why draws were dropped, counted
 
     def generate(
-        self, level: int, seed: int, count: int, *, allow_repeats: bool = False
+        self,
+        level: int,
+        seed: int,
+        count: int,
+        *,
+        allow_repeats: bool = False,
+        weights: Mapping[str, float] | None = None,
     ) -> Iterator[Query]:
         if level not in LEVELS:
             raise ConfigError(f"level={level} is not defined for routing; choose one of {LEVELS}")
+        if level in FRR_LEVELS:
+            if self.cfg.emulator != "mininet":
+                raise ConfigError(
+                    f"routing levels 4-5 (FRR) run on Mininet only; app.emulator="
+                    f"{self.cfg.emulator!r} has levels 1-3 (README: routing levels 4-5)"
+                )
+            yield from self._generate_frr(level, seed, count, allow_repeats, weights)
+            return
+        if self.cfg.faults is not None:
+            allowed_draws(self.cfg, level)  # a knob leaving nothing fails before any lab
         from generators.routing.capacity import capacity
 
         tracker = KeyTracker(
@@ -176,13 +233,105 @@ class RoutingQueryGenerator:
         )
         with open_pool(self.cfg) as pool:
             for index in range(count):
-                yield self._one(pool, level, seed, index, tracker)
+                yield self._one(pool, level, seed, index, tracker, weights)
 
-    def _one(self, pool: LabPool, level: int, seed: int, index: int, tracker: KeyTracker) -> Query:
+    def _generate_frr(
+        self,
+        level: int,
+        seed: int,
+        count: int,
+        allow_repeats: bool,
+        weights: Mapping[str, float] | None,
+    ) -> Iterator[Query]:
+        from generators.routing.capacity import capacity
+
+        frr_types = level_types(level, self.cfg.faults)
+        if not any(frr_types.values()):
+            raise ConfigError(
+                f"app.faults={self.cfg.faults} names no fault type of level {level}; it draws "
+                f"{', '.join(t for ts in level_types(level, None).values() for t in ts)}"
+            )
+        tracker = KeyTracker(
+            self.app_name,
+            level,
+            seed,
+            allow_repeats=allow_repeats,
+            capacity=lambda: capacity(self.cfg, level),
+        )
+        with FrrPool(self.cfg, max_live=min(2, self.cfg.max_live_topologies)) as pool:
+            for index in range(count):
+                yield self._one_frr(pool, level, seed, index, tracker, weights)
+
+    def _one_frr(
+        self,
+        pool: FrrPool,
+        level: int,
+        seed: int,
+        index: int,
+        tracker: KeyTracker,
+        weights: Mapping[str, float] | None,
+    ) -> Query:
+        rng = query_rng(seed, level, index)
+
+        def pick() -> tuple[str, tuple[FrrTopology, list[Fault]]]:
+            topo, faults = frr_draw(self.cfg, level, rng, weights)
+            return fault_key(topo, faults), (topo, faults)  # type: ignore[arg-type]
+
+        def attempt(drawn: tuple[FrrTopology, list[Fault]]) -> Query | str:
+            topo, faults = drawn
+            outcome = frr_validate(pool, topo, faults)
+            if isinstance(outcome, str):
+                key = "+".join(f"{f.type}/{f.variant}" for f in faults)
+                self.rejected[key] = self.rejected.get(key, 0) + 1
+                return outcome
+            oracle, ordered = outcome
+            return self._frr_query(level, seed, index, topo, ordered, oracle)
+
+        taken = tracker.take(index, pick, attempt, max_draws=MAX_DRAWS)
+        return stamp(taken.value, taken)
+
+    def _frr_query(
+        self,
+        level: int,
+        seed: int,
+        index: int,
+        topo: FrrTopology,
+        faults: list[Fault],
+        oracle: list[dict[str, str]],
+    ) -> Query:
+        truth: dict[str, Any] = {
+            "topology": {"routers": topo.routers, "as_split": topo.split},
+            "faults": [f.to_json() for f in faults],
+            "oracle": oracle,
+            "app_version": APP_VERSION,
+        }
+        protocols = tuple(self.cfg.probe.protocols)
+        return Query(
+            query_id=query_id(self.app_name, level, seed, index),
+            app=self.app_name,
+            level=level,
+            seed=seed,
+            index=index,
+            prompt=frr_prompt(topo, self.cfg.max_turns, protocols),
+            answer_type="reachability",
+            operation="+".join(sorted(f.type for f in faults)),
+            ground_truth=truth,
+            env_key=topo.name,
+        )
+
+    def _one(
+        self,
+        pool: LabPool,
+        level: int,
+        seed: int,
+        index: int,
+        tracker: KeyTracker,
+        weights: Mapping[str, float] | None = None,
+    ) -> Query:
         rng = query_rng(seed, level, index)
 
         def pick() -> tuple[str, tuple[RoutingTopology, list[Fault]]]:
-            topo, faults = draw(self.cfg, level, rng)
+            topo, faults = draw(self.cfg, level, rng, weights)
             return fault_key(topo, faults), (topo, faults)
 
         def attempt(drawn: tuple[RoutingTopology, list[Fault]]) -> Query | str:
