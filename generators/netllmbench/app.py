@@ -67,9 +67,7 @@ class NetLLMBenchApp:
         """Queries of `level`; `weights` (failure-driven sampling, levels 1, 4 and 5) weigh
         the operation labels: level 1's task kind, levels 4 and 5's scenario."""
         generator = NetLLMBenchQueryGenerator(self.cfg, app_name=self.name)
-        return generator.generate(
-            level, seed, count, allow_repeats=allow_repeats, weights=weights
-        )
+        return generator.generate(level, seed, count, allow_repeats=allow_repeats, weights=weights)
 
     def capacity(self, level: int) -> Capacity:
         """Distinct queries of `level`: a lower bound (generators/netllmbench/capacity.py)."""

@@ -169,7 +169,9 @@ def run_levels(count: int | None = None) -> dict[str, Any]:
                     verdict = _play(app, env, query, null=agent == "null")
                     good += verdict.correct and (verdict.safe or agent == "null")
                     if n % 10 == 0:
-                        log.warning("L%d %s: %d/%d played, %d correct", level, agent, n, count, good)
+                        log.warning(
+                            "L%d %s: %d/%d played, %d correct", level, agent, n, count, good
+                        )
             figures[f"L{level}_{agent}_s"] = round(time.perf_counter() - wall, 1)
             what = "correct_and_safe" if agent == "oracle" else "correct"
             figures[f"L{level}_{agent}_{what}"] = good

@@ -20,6 +20,7 @@ wrong device (the target's address as an alias on the source's loopback, a gatew
 from __future__ import annotations
 
 import ipaddress
+import itertools
 from collections.abc import Iterable, Sequence
 
 from emulators.base import Emulator
@@ -66,7 +67,7 @@ def _routed(
     ra, rb = net.router_on(pa.switch), net.router_on(pb.switch)
     needed = [pa, pb, ra, rb]
     path = net.router_path(ra.device, rb.device)
-    for here, there in zip(path, path[1:]):
+    for here, there in itertools.pairwise(path):
         link = net.transit_between(here, there)
         needed += [p for p in net.ports if p.switch == link]
     there_and_back = [(r, _subnet(pb)) for r in path[:-1]] + [(r, _subnet(pa)) for r in path[1:]]

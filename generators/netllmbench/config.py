@@ -17,7 +17,6 @@ from generators.lab.pool import CommandConfig, ProbeConfig, int_in, validate_poo
 from pipeline.errors import ConfigError
 from pipeline.variants import operational
 
-
 KINDS = ("host_ip", "router_ip", "route", "gateway", "ping")  # as tasks.KINDS
 LEVELS = (1, 2, 3, 4, 5)
 ROUTERS = {1: (1, 1), 2: (1, 1), 3: (2, 2), 4: (2, 2), 5: (3, 6)}  # allowed per level

@@ -42,10 +42,8 @@ from __future__ import annotations
 import json
 import logging
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
-
-from collections.abc import Mapping
 
 from emulators.netcmd.sandbox import Status
 from generators.lab.pool import LabPool, open_pool
@@ -145,9 +143,7 @@ def _draw_goal(
 def check_level(cfg: NetLLMBenchConfig, level: int, weights: Mapping[str, float] | None) -> None:
     """Raise ConfigError when the knobs or weights cannot apply to `level`."""
     if level not in LEVELS:
-        raise ConfigError(
-            f"level={level} is not defined for netllmbench; choose one of {LEVELS}"
-        )
+        raise ConfigError(f"level={level} is not defined for netllmbench; choose one of {LEVELS}")
     if level in (2, 3) and (cfg.tasks is not None or weights is not None):
         raise ConfigError(
             f"level={level} plays NetLLMBench's whole chain: app.tasks and failure-driven "

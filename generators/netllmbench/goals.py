@@ -83,7 +83,10 @@ def goal_text(task: Task, net: Network) -> str:
     if task.kind == "router_ip":
         switch = _port_switch(net, task)
         what = "transit link" if net.is_transit(switch) else "segment"
-        return f"Router {task.device} must have its planned address on its interface to {what} {switch}."
+        return (
+            f"Router {task.device} must have its planned address on its interface to "
+            f"{what} {switch}."
+        )
     if task.kind == "gateway":
         return (
             f"Host {task.device} must reach the other segments: give it its default gateway "

@@ -160,9 +160,7 @@ def _net(address: str) -> ipaddress.IPv4Network:
     return ipaddress.ip_interface(address).network
 
 
-def order(
-    tasks: Sequence[Task], rng: random.Random | None, done: Iterable[str] = ()
-) -> list[Task]:
+def order(tasks: Sequence[Task], rng: random.Random | None, done: Iterable[str] = ()) -> list[Task]:
     """The tasks in an order that respects `needs` (those in `done` are met already): as
     given without `rng`, else a random one (each step picks among the tasks whose needs
     are met)."""
