@@ -294,3 +294,27 @@ def test_goal_levels_live_oracle_reader_and_null(live, level):
         assert not null.correct and null.tasks_solved == 0
     for port in query.ground_truth["network"]["ports"]:  # the addresses were on the plan
         assert ipaddress.ip_interface(port[3])
+
+
+def test_generate_threads_weights_and_knobs_to_the_draws(monkeypatch):
+    """`app.generate(level, seed, n, weights=...)` as pipeline/generate.py calls it with
+    focus.results: the scenarios follow the weights, each query records its operation
+    and size, keys stay distinct (the live validation is replaced here; the integration
+    test plays it)."""
+    import contextlib
+
+    from generators.netllmbench import generator
+
+    monkeypatch.setattr(generator, "open_pool", lambda cfg: contextlib.nullcontext())
+    monkeypatch.setattr(generator, "validate", lambda pool, cfg, query: None)
+    app = NetLLMBenchApp(NetLLMBenchConfig(size="medium"))
+    weights = {"routes": 3.0, "hosts": 1.0, "build": 0.0, "routers": 0.0}
+    queries = list(app.generate(5, 2, 24, weights=weights))
+    ops = [q.operation for q in queries]
+    assert set(ops) == {"routes", "hosts"} and ops.count("routes") > ops.count("hosts")
+    assert {q.size for q in queries} == {"medium"} and len({q.key for q in queries}) == 24
+    assert [q.prompt for q in app.generate(5, 2, 3, weights=weights)] == [
+        q.prompt for q in queries[:3]
+    ]
+    plain = [q.operation for q in app.generate(4, 0, 12)]
+    assert len(set(plain)) > 1
