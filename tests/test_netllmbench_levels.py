@@ -23,13 +23,14 @@ from generators.netllmbench.app import NetLLMBenchApp
 from generators.netllmbench.capacity import capacity
 from generators.netllmbench.checks import expected_flows
 from generators.netllmbench.config import NetLLMBenchConfig, level_size, validate_config
-from generators.netllmbench.generator import draw, task_key
+from generators.netllmbench.generator import NetLLMBenchQueryGenerator, draw, task_key
 from generators.netllmbench.goals import SCENARIOS, goal_text, scenarios
 from generators.netllmbench.prompt import build_prompt
 from pipeline.cells import cell_from_config
 from pipeline.config import compose
 from pipeline.core import Outcome, Query, canonical_json
 from pipeline.errors import ConfigError
+from pipeline.querygen import query_rng
 from pipeline.variants import variant_of
 from tests.conftest import integration_fixture, require_emulator
 from tests.netllmbench_solver import Links, PlanSolver, links_of
@@ -136,8 +137,6 @@ def test_goal_prompts_name_no_interface_nor_router_address_and_the_plan_suffices
     app = NetLLMBenchApp(NetLLMBenchConfig())
     for size in (None, "small", "large"):
         cfg = NetLLMBenchConfig(size=size)
-        from generators.netllmbench.generator import NetLLMBenchQueryGenerator
-
         gen = NetLLMBenchQueryGenerator(cfg)
         for i, drawn in enumerate(_draws(cfg, level, 40, seed=1)):
             net, tasks, first, _ = drawn
@@ -318,3 +317,20 @@ def test_generate_threads_weights_and_knobs_to_the_draws(monkeypatch):
     ]
     plain = [q.operation for q in app.generate(4, 0, 12)]
     assert len(set(plain)) > 1
+
+
+@pytest.mark.integration
+def test_level_five_on_kathara_oracle_and_null():
+    """The same on Kathará (containers; the descriptions set by each device's startup):
+    query 0 of seed 0 as drawn (generation's own oracle play is the Mininet tests'), the
+    oracle correct and safe, the null agent not correct."""
+    require_emulator("kathara")
+    cfg = NetLLMBenchConfig(name="netllmbench_kathara_levels", emulator="kathara", size="small")
+    app = NetLLMBenchApp(cfg)
+    query = NetLLMBenchQueryGenerator(cfg).query(5, 0, 0, draw(cfg, 5, 0, query_rng(0, 5, 0)))
+    with app.environment() as env:
+        steps = _play(env, query, lambda turn, obs: app.oracle_reply(query, turn, obs))
+        verdict = app.score(query, steps)
+        assert verdict.outcome is Outcome.CORRECT and verdict.safe, verdict.error
+        assert len(steps) == len(query.ground_truth["oracle"])
+        assert not app.score(query, _play(env, query, lambda *_: "")).correct
