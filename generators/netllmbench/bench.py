@@ -16,7 +16,8 @@ engine venv is installed, characters / 4 always; levels 1-3 from their first N d
 which need no lab), the wall and CPU seconds to generate N queries of levels 4 and 5
 (each validated on a live lab), the seconds to play the oracle and the null agent on
 them, and how many the oracle gets correct and safe (all, expected) and the null agent
-correct (none, expected). N: $NETGAUGE_BENCH_QUERIES (200).
+correct (none, expected). N: $NETGAUGE_BENCH_QUERIES (200); levels played:
+$NETGAUGE_BENCH_LEVELS (4,5), so two levels can run side by side in two processes.
 """
 
 from __future__ import annotations
@@ -136,9 +137,12 @@ def _play(app: NetLLMBenchApp, env: Any, query: Query, null: bool) -> Any:
     return app.score(query, steps)
 
 
-def run_levels(count: int | None = None) -> dict[str, Any]:
+def run_levels(count: int | None = None, levels: tuple[int, ...] | None = None) -> dict[str, Any]:
     """The figures of the module docstring (Mininet, as root)."""
     count = count or int(os.environ.get("NETGAUGE_BENCH_QUERIES", "200"))
+    if levels is None:
+        wanted = os.environ.get("NETGAUGE_BENCH_LEVELS", "4,5")
+        levels = tuple(int(v) for v in wanted.split(",") if int(v) in GOAL_LEVELS)
     cfg = NetLLMBenchConfig()
     app = NetLLMBenchApp(cfg)
     figures: dict[str, Any] = {"queries_per_level": count, "emulator": cfg.emulator}
@@ -147,7 +151,7 @@ def run_levels(count: int | None = None) -> dict[str, Any]:
         drawn = [draw(cfg, level, i, random.Random(f"0:{level}:{i}")) for i in range(count)]
         prompts = [gen.query(level, 0, i, d).prompt for i, d in enumerate(drawn)]
         figures.update(_token_figures(level, prompts))
-    for level in GOAL_LEVELS:
+    for level in levels:
         wall, cpu = time.perf_counter(), time.process_time()
         queries = list(app.generate(level, 0, count))
         figures[f"L{level}_generate_s"] = round(time.perf_counter() - wall, 1)
