@@ -41,6 +41,7 @@ from generators.netllmbench.goals import GOAL_LEVELS
 from generators.netllmbench.lab import paper_network
 from generators.netllmbench.tasks import observe, tasks_of
 from pipeline.core import Query
+from pipeline.errors import EnvironmentFailure
 
 BACKENDS = ("mininet", "kathara")
 REPEATS = 5
@@ -137,6 +138,46 @@ def _play(app: NetLLMBenchApp, env: Any, query: Query, null: bool) -> Any:
     return app.score(query, steps)
 
 
+def _generate(app: NetLLMBenchApp, level: int, count: int, figures: dict[str, Any]) -> list:
+    """Up to `count` queries; an environment that keeps failing (a loaded, shared machine)
+    ends generation early, recorded, instead of losing what was generated."""
+    queries: list[Query] = []
+    try:
+        for query in app.generate(level, 0, count):
+            queries.append(query)
+            if len(queries) % 10 == 0:
+                log.warning("L%d: %d/%d generated", level, len(queries), count)
+    except EnvironmentFailure as err:
+        figures[f"L{level}_generation_stopped"] = f"after {len(queries)}: {err}"[:300]
+    return queries
+
+
+def _agent_figures(app: NetLLMBenchApp, level: int, queries: list, agent: str) -> dict[str, Any]:
+    """Seconds to play `agent` on the queries, how many it got right, and the episodes the
+    environment failed (each tried twice before it counts; a pipeline cell would record
+    them as env_error)."""
+    wall = time.perf_counter()
+    good = failed = 0
+    with app.environment() as env:
+        for n, query in enumerate(queries, 1):
+            for attempt in (1, 2):
+                try:
+                    verdict = _play(app, env, query, null=agent == "null")
+                    good += verdict.correct and (verdict.safe or agent == "null")
+                    break
+                except EnvironmentFailure as err:
+                    log.warning("L%d %s %s: %s", level, agent, query.query_id, err)
+                    failed += attempt == 2
+            if n % 10 == 0:
+                log.warning("L%d %s: %d/%d played, %d right", level, agent, n, len(queries), good)
+    what = "correct_and_safe" if agent == "oracle" else "correct"
+    return {
+        f"L{level}_{agent}_s": round(time.perf_counter() - wall, 1),
+        f"L{level}_{agent}_{what}": good,
+        f"L{level}_{agent}_env_errors": failed,
+    }
+
+
 def run_levels(count: int | None = None, levels: tuple[int, ...] | None = None) -> dict[str, Any]:
     """The figures of the module docstring (Mininet, as root)."""
     count = count or int(os.environ.get("NETGAUGE_BENCH_QUERIES", "200"))
@@ -153,7 +194,8 @@ def run_levels(count: int | None = None, levels: tuple[int, ...] | None = None) 
         figures.update(_token_figures(level, prompts))
     for level in levels:
         wall, cpu = time.perf_counter(), time.process_time()
-        queries = list(app.generate(level, 0, count))
+        queries = _generate(app, level, count, figures)
+        figures[f"L{level}_generated"] = len(queries)
         figures[f"L{level}_generate_s"] = round(time.perf_counter() - wall, 1)
         figures[f"L{level}_generate_cpu_s"] = round(time.process_time() - cpu, 1)
         figures.update(_token_figures(level, [q.prompt for q in queries]))
@@ -166,19 +208,7 @@ def run_levels(count: int | None = None, levels: tuple[int, ...] | None = None) 
         figures[f"L{level}_operations"] = dict(sorted(ops.items()))
         figures[f"L{level}_labs"] = len({q.env_key for q in queries})
         for agent in ("oracle", "null"):
-            wall = time.perf_counter()
-            good = 0
-            with app.environment() as env:
-                for n, query in enumerate(queries, 1):
-                    verdict = _play(app, env, query, null=agent == "null")
-                    good += verdict.correct and (verdict.safe or agent == "null")
-                    if n % 10 == 0:
-                        log.warning(
-                            "L%d %s: %d/%d played, %d correct", level, agent, n, count, good
-                        )
-            figures[f"L{level}_{agent}_s"] = round(time.perf_counter() - wall, 1)
-            what = "correct_and_safe" if agent == "oracle" else "correct"
-            figures[f"L{level}_{agent}_{what}"] = good
+            figures.update(_agent_figures(app, level, queries, agent))
         log.warning("netllmbench L%d: %s", level, json.dumps(figures))
     return figures
 
