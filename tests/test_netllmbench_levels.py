@@ -161,6 +161,8 @@ def test_size_classes_tasks_and_their_errors():
     assert (large.routers, large.switches, large.hosts) == (4, [6, 7], [9, 11])
     small = level_size(NetLLMBenchConfig(size="small"), 1)
     assert (small.routers, small.switches, small.hosts) == (1, [2, 2], [2, 2])
+    paper = draw(NetLLMBenchConfig(), 2, 0, random.Random(0))[0]
+    assert draw(NetLLMBenchConfig(size="large"), 2, 0, random.Random(0))[0] != paper
     for net, *_ in _draws(NetLLMBenchConfig(size="large"), 5, 5):
         assert len(net.routers) == 4 and len(net.switches) in (6 + 3, 7 + 3)
     assert [s.name for s in scenarios(["route", "ping"])] == ["routes"]

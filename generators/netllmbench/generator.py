@@ -105,7 +105,8 @@ def draw(
     the operation label); `paper`: query 0 of level 2 may be NetLLMBench's own lab."""
     if level in GOAL_LEVELS:
         return _draw_goal(cfg, level, rng, weights)
-    if level == 2 and index == 0 and cfg.paper_lab_first and paper:
+    # NetLLMBench's own lab has its own size: a cell of a size class draws query 0 too
+    if level == 2 and index == 0 and cfg.paper_lab_first and paper and cfg.size is None:
         net = paper_network()
         tasks = tasks_of(net, PAPER_PING)
         return net, tasks, 0, f"chain{len(tasks)}"
