@@ -54,7 +54,7 @@ class NetLLMBenchConfig:
     kind: str = "netllmbench"  # implementation in the app registry
     attempts: int = 3  # tries an agent gets per task (NetLLMBench: 3)
     assist_failed_tasks: bool = True  # complete a failed task, so the next starts fair
-    paper_lab_first: bool = True  # query 0 of level 2 is NetLLMBench's own lab (seeds 0, 4, ...)
+    paper_lab_first: bool = True  # L2 query 0 is NetLLMBench's lab (seeds 0, 4, ...; no size)
     emulator: str = "mininet"  # backend running the labs: mininet | kathara
     sizes: list[LevelSize] = field(default_factory=_default_sizes)  # per level 1 to 5
     size: str | None = None  # size class (SIZES) at every level; None: `sizes`
