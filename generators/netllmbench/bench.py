@@ -17,7 +17,8 @@ which need no lab), the wall and CPU seconds to generate N queries of levels 4 a
 (each validated on a live lab), the seconds to play the oracle and the null agent on
 them, and how many the oracle gets correct and safe (all, expected) and the null agent
 correct (none, expected). N: $NETGAUGE_BENCH_QUERIES (200); levels played:
-$NETGAUGE_BENCH_LEVELS (4,5), so two levels can run side by side in two processes.
+$NETGAUGE_BENCH_LEVELS (4,5), so two levels can run side by side in two processes;
+seed: $NETGAUGE_BENCH_SEED (0), so another seed adds N distinct queries.
 """
 
 from __future__ import annotations
@@ -138,12 +139,14 @@ def _play(app: NetLLMBenchApp, env: Any, query: Query, null: bool) -> Any:
     return app.score(query, steps)
 
 
-def _generate(app: NetLLMBenchApp, level: int, count: int, figures: dict[str, Any]) -> list:
+def _generate(
+    app: NetLLMBenchApp, level: int, count: int, figures: dict[str, Any], seed: int = 0
+) -> list:
     """Up to `count` queries; an environment that keeps failing (a loaded, shared machine)
     ends generation early, recorded, instead of losing what was generated."""
     queries: list[Query] = []
     try:
-        for query in app.generate(level, 0, count):
+        for query in app.generate(level, seed, count):
             queries.append(query)
             if len(queries) % 10 == 0:
                 log.warning("L%d: %d/%d generated", level, len(queries), count)
@@ -186,7 +189,8 @@ def run_levels(count: int | None = None, levels: tuple[int, ...] | None = None) 
         levels = tuple(int(v) for v in wanted.split(",") if int(v) in GOAL_LEVELS)
     cfg = NetLLMBenchConfig()
     app = NetLLMBenchApp(cfg)
-    figures: dict[str, Any] = {"queries_per_level": count, "emulator": cfg.emulator}
+    seed = int(os.environ.get("NETGAUGE_BENCH_SEED", "0"))
+    figures: dict[str, Any] = {"queries_per_level": count, "seed": seed, "emulator": cfg.emulator}
     gen = NetLLMBenchQueryGenerator(cfg)
     for level in (1, 2, 3):
         drawn = [draw(cfg, level, i, random.Random(f"0:{level}:{i}")) for i in range(count)]
@@ -194,7 +198,7 @@ def run_levels(count: int | None = None, levels: tuple[int, ...] | None = None) 
         figures.update(_token_figures(level, prompts))
     for level in levels:
         wall, cpu = time.perf_counter(), time.process_time()
-        queries = _generate(app, level, count, figures)
+        queries = _generate(app, level, count, figures, seed)
         figures[f"L{level}_generated"] = len(queries)
         figures[f"L{level}_generate_s"] = round(time.perf_counter() - wall, 1)
         figures[f"L{level}_generate_cpu_s"] = round(time.process_time() - cpu, 1)
