@@ -208,6 +208,15 @@ def bench_emulators(data: Path) -> dict[str, Any]:
     return bench.run_all()
 
 
+def bench_netllmbench_levels(data: Path) -> dict[str, Any]:
+    """netllmbench levels 4 and 5 next to 1-3: prompt tokens; generating N queries of levels
+    4 and 5, validating each on a live lab, and playing the oracle and the null agent on
+    them (N: $NETGAUGE_BENCH_QUERIES, 200; Mininet, needs root). Not in `make bench`."""
+    from generators.netllmbench import bench
+
+    return bench.run_levels()
+
+
 def bench_isolation(data: Path) -> dict[str, Any]:
     """Per-action cost of the jails: a lab command and a kubectl command, bare vs jailed."""
     from pipeline import isolation_bench
@@ -299,6 +308,7 @@ BENCHMARKS: dict[str, Bench] = {
     "decoding": bench_decoding,
     "isolation": bench_isolation,
     "emulators": bench_emulators,
+    "netllmbench_levels": bench_netllmbench_levels,
     "routing": bench_routing,
     "routing_levels": bench_routing_levels,
     "analysis": bench_analysis,

@@ -17,7 +17,12 @@ import pytest
 
 from emulators.base import EMULATORS
 from generators.netllmbench.app import NetLLMBenchApp
-from generators.netllmbench.config import LevelSize, NetLLMBenchConfig, validate_config
+from generators.netllmbench.config import (
+    LevelSize,
+    NetLLMBenchConfig,
+    _default_sizes,
+    validate_config,
+)
 from generators.netllmbench.generator import draw
 from generators.netllmbench.lab import Size, draw_network, paper_network
 from generators.netllmbench.scoring import score
@@ -49,7 +54,7 @@ def test_draws_are_seeded_varied_and_respect_dependencies():
             a = draw(cfg, level, index, random.Random(f"0:{level}:{index}"))
             b = draw(cfg, level, index, random.Random(f"0:{level}:{index}"))
             assert a == b
-            net, tasks, first = a
+            net, tasks, first, _ = a
             net.lab().validate()
             seen_names.add((net.hosts[0], net.routers[0], net.ports[0].interface))
             seen_subnets.add(net.subnet(net.switches[0]))
@@ -71,7 +76,8 @@ def test_draws_are_seeded_varied_and_respect_dependencies():
 
 
 def test_query_zero_of_level_two_is_netllmbenchs_own_lab():
-    net, tasks, first = draw(NetLLMBenchConfig(), 2, 0, random.Random(0))
+    net, tasks, first, operation = draw(NetLLMBenchConfig(), 2, 0, random.Random(0))
+    assert operation == "chain9"
     assert first == 0 and [t.label for t in tasks] == PAPER_TASKS
     texts = [t.text() for t in tasks]
     assert "Give host h1 the IPv4 address 192.168.1.10/24" in texts[0]
@@ -106,12 +112,16 @@ def test_ping_counts_only_the_right_ping_with_every_reply():
         ({"attempts": 0}, "app.attempts must be an integer from 1 to 10"),
         ({"emulator": "gns3"}, "app.emulator must be one of ['kathara', 'mininet']"),
         ({"assist_failed_tasks": "yes"}, "app.assist_failed_tasks must be true or false"),
-        ({"sizes": [LevelSize()] * 2}, "app.sizes must list 3 levels"),
+        ({"sizes": [LevelSize()] * 3}, "app.sizes must list 5 levels"),
         (
-            {"sizes": [LevelSize(1, [2, 3], [2, 4])] * 3},
+            {"sizes": [LevelSize(1, [2, 3], [2, 4]), *_default_sizes()[1:]]},
             "app.sizes[0]: every switch needs a host",
         ),
-        ({"sizes": [LevelSize(2, [1, 1], [3, 3])] * 3}, "app.sizes[0].switches must be"),
+        (
+            {"sizes": [*_default_sizes()[:2], LevelSize(2, [1, 1], [3, 3]), *_default_sizes()[3:]]},
+            "app.sizes[2].switches must be",
+        ),
+        ({"sizes": [*_default_sizes()[:4], LevelSize(2, [3, 3], [3, 3])]}, "app.sizes[4].routers"),
     ],
 )
 def test_config_errors_name_the_key(override, message):

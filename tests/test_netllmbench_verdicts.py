@@ -41,8 +41,9 @@ def test_the_level_one_prompt_says_what_is_done():
     gen = NetLLMBenchQueryGenerator(cfg)
     seen = 0
     for index in range(30):
-        net, tasks, first = draw(cfg, 1, index, random.Random(f"0:1:{index}"))
-        prompt = gen._query(1, 0, index, net, tasks, first).prompt
+        drawn = draw(cfg, 1, index, random.Random(f"0:1:{index}"))
+        _, tasks, first, _ = drawn
+        prompt = gen.query(1, 0, index, drawn).prompt
         if first == 0:
             assert "No interface has an address yet" in prompt
             continue

@@ -5,15 +5,19 @@ nine cumulative tasks — give three hosts and two router interfaces their addre
 the hosts' default gateways, ping one host from another — with three attempts per task.
 Here the lab is drawn from a seed (names, subnets, which host hangs off which switch,
 task order where dependencies allow; two routers with a static route at level 3) and
-runs on either emulator (`emulator=mininet|kathara`). Success is read from the
-network's state after each step: the address on the right interface of the right
-device, the default route via the right gateway, the ping's replies.
+runs on either emulator (`emulator=mininet|kathara`). Levels 4 (two routers) and 5 (a
+chain of three or more) ask the same tasks as goals over an addressing plan by role,
+without interface names or router addresses, on labs whose interfaces are described.
+Success is read from the network's state after each step: the address on the right
+interface of the right device, the default route via the right gateway, the ping's
+replies, and what must work end to end.
 
 Modules: lab (the drawn network: devices, interfaces, addressing plan), tasks (task
-kinds, their texts, oracle commands and state checks), config, generator (seeded draws,
-validated on a live lab, keyed by lab and tasks), capacity (a lower bound of the
-distinct queries per level), environment (lab pool, episodes), scoring (pure, from step
-evidence), app (the pipeline.core.App), bench (both backends timed on the paper's lab).
+kinds, their texts, oracle commands and state checks), goals (levels 4 and 5: goal texts,
+the plan by role, scenarios), config, generator (seeded draws, validated on a live lab,
+keyed by lab and tasks), capacity (a lower bound of the distinct queries per level),
+environment (lab pool, episodes), scoring (pure, from step evidence), app (the
+pipeline.core.App), bench (both backends timed on the paper's lab; levels 4 and 5 sized).
 """
 
 from pipeline.registry import AppSpec

@@ -7,7 +7,7 @@ scoring needs neither: it reads only the query and the recorded steps.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from generators.lab.reply import Command, CommandReplyFormat
@@ -56,10 +56,18 @@ class NetLLMBenchApp:
         self.name = cfg.name
 
     def generate(
-        self, level: int, seed: int, count: int, *, allow_repeats: bool = False
+        self,
+        level: int,
+        seed: int,
+        count: int,
+        *,
+        allow_repeats: bool = False,
+        weights: Mapping[str, float] | None = None,
     ) -> Iterator[Query]:
+        """Queries of `level`; `weights` (failure-driven sampling, levels 1, 4 and 5) weigh
+        the operation labels: level 1's task kind, levels 4 and 5's scenario."""
         generator = NetLLMBenchQueryGenerator(self.cfg, app_name=self.name)
-        return generator.generate(level, seed, count, allow_repeats=allow_repeats)
+        return generator.generate(level, seed, count, allow_repeats=allow_repeats, weights=weights)
 
     def capacity(self, level: int) -> Capacity:
         """Distinct queries of `level`: a lower bound (generators/netllmbench/capacity.py)."""

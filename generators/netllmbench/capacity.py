@@ -13,16 +13,18 @@ distinct labs, already more than 10^10 for S = 2; which host hangs off which swi
 hosts' addresses, the ping pair, the task order and (level 1) the task played only add to
 it, as do the transit /30 and the split of LANs between two routers (level 3). Each
 operation of a level (level 1: the kind of the task played, every lab has each kind but
-`route`, which needs two routers; levels 2 and 3: `chain<n>`, n tasks) gets the count of
-the sizes that produce it. Validity (the oracle's play on a live lab) is not counted: it
-fails only on environment trouble.
+`route`, which needs two routers; levels 2 and 3: `chain<n>`, n tasks; levels 4 and 5:
+the scenario, goals.py) gets the count of the sizes that produce it, among the kinds or
+scenarios `app.tasks` selects. Validity (the oracle's play on a live lab) is not counted:
+it fails only on environment trouble.
 """
 
 from __future__ import annotations
 
 import math
 
-from generators.netllmbench.config import NetLLMBenchConfig
+from generators.netllmbench.config import NetLLMBenchConfig, level_size
+from generators.netllmbench.goals import GOAL_LEVELS, scenarios
 from pipeline.capacity import Capacity
 from pipeline.querygen import SEED_SLOTS
 
@@ -38,14 +40,18 @@ def labs(switches: int) -> int:
 
 
 def capacity(cfg: NetLLMBenchConfig, level: int) -> Capacity:
-    size = cfg.sizes[level - 1]
+    size = level_size(cfg, level)
     by_op: dict[str, int] = {}
     for switches in range(size.switches[0], size.switches[1] + 1):
         for hosts in range(max(size.hosts[0], switches), size.hosts[1] + 1):
             found = labs(switches)
-            if level == 1:
+            if level in GOAL_LEVELS:
+                for scenario in scenarios(cfg.tasks):
+                    by_op[scenario.name] = by_op.get(scenario.name, 0) + found
+            elif level == 1:
                 kinds = ["host_ip", "router_ip", "gateway", "ping"]
                 kinds += ["route"] * (size.routers == 2)
+                kinds = [k for k in kinds if cfg.tasks is None or k in cfg.tasks]
                 for kind in kinds:
                     by_op[kind] = by_op.get(kind, 0) + found
             else:

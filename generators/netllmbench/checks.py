@@ -7,8 +7,10 @@ Expected flows of a set of completed tasks, over each protocol of `probe.protoco
   - two ports on one switch whose addresses are both done reach each other (a host and
     its router, two hosts, the two routers on the transit switch);
   - two hosts on different switches reach each other once both have their address and
-    gateway, the router ports on both switches have theirs, and, with two routers, the
-    transit ports and both routers' routes to the other's subnet are done.
+    gateway, the router ports on both switches have theirs, and, when different routers
+    serve them, the transit ports along the chain between those routers and every
+    route on the way (each router on the path to the target's subnet, and back to the
+    source's) are done.
 
 Every flow targets the planned address of the planned device, so a task faked on the
 wrong device (the target's address as an alias on the source's loopback, a gateway via
@@ -18,6 +20,7 @@ wrong device (the target's address as an alias on the source's loopback, a gatew
 from __future__ import annotations
 
 import ipaddress
+import itertools
 from collections.abc import Iterable, Sequence
 
 from emulators.base import Emulator
@@ -63,17 +66,14 @@ def _routed(
         return False
     ra, rb = net.router_on(pa.switch), net.router_on(pb.switch)
     needed = [pa, pb, ra, rb]
-    if ra.device != rb.device:
-        transit = [p for p in net.ports if p.switch not in (pa.switch, pb.switch)]
-        needed += [p for p in transit if p.device in (ra.device, rb.device) and _transit(net, p)]
-        if (ra.device, _subnet(pb)) not in routes or (rb.device, _subnet(pa)) not in routes:
-            return False
+    path = net.router_path(ra.device, rb.device)
+    for here, there in itertools.pairwise(path):
+        link = net.transit_between(here, there)
+        needed += [p for p in net.ports if p.switch == link]
+    there_and_back = [(r, _subnet(pb)) for r in path[:-1]] + [(r, _subnet(pa)) for r in path[1:]]
+    if not set(there_and_back) <= routes:
+        return False
     return all((p.device, p.interface) in addressed for p in needed)
-
-
-def _transit(net: Network, port: Port) -> bool:
-    """A router port on the switch between the two routers."""
-    return all(p.device in net.routers for p in net.ports if p.switch == port.switch)
 
 
 def _subnet(port: Port) -> str:

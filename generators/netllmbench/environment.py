@@ -6,7 +6,8 @@ from the lab's unconfigured snapshot, completes the query's `prepared` tasks its
 sandboxed command; after it the environment reads the network (tasks.observe) and
 decides whether the task is complete, then probes what the completed tasks must make
 work end to end (checks.py; off when `probe.protocols` is empty). A task gets `attempts`
-tries; a task still incomplete after them is failed and, with `assist_failed_tasks`,
+tries (`goal_attempts` at levels 4 and 5, where finding names costs commands); a task
+still incomplete after them is failed and, with `assist_failed_tasks`,
 completed by the environment so the next one starts from the state it assumes (the agent
 is told so).
 
@@ -35,6 +36,7 @@ from generators.lab.reply import REPLY_FORMAT
 from generators.lab.step import play_command
 from generators.netllmbench import checks
 from generators.netllmbench.config import NetLLMBenchConfig
+from generators.netllmbench.goals import GOAL_LEVELS, goal_text
 from generators.netllmbench.lab import Network
 from generators.netllmbench.tasks import Task, holds, observe, pinged
 from pipeline.core import Query, StepResult, StepStatus
@@ -42,6 +44,11 @@ from pipeline.errors import EnvironmentFailure
 
 log = logging.getLogger(__name__)
 LISTED = 10  # flows and tasks listed in a step's evidence (counts are kept in full)
+
+
+def attempts_of(cfg: NetLLMBenchConfig, level: int) -> int:
+    """Attempts per task at `level`."""
+    return cfg.goal_attempts if level in GOAL_LEVELS else cfg.attempts
 
 
 def query_tasks(query: Query) -> tuple[Network, list[Task], list[Task]]:
@@ -88,7 +95,9 @@ class TaskChain:
     ) -> None:
         self.query = query
         self.cfg = cfg
-        self.max_turns = cfg.attempts * len(tasks)
+        self.attempts = attempts_of(cfg, query.level)
+        self._goals = query.level in GOAL_LEVELS
+        self.max_turns = self.attempts * len(tasks)
         self._emu = emu
         self._sandbox = sandbox
         self._net = net
@@ -125,9 +134,10 @@ class TaskChain:
 
     def _task_text(self) -> str:
         task = self._tasks[self._k]
-        left = self.cfg.attempts - self._attempt
+        left = self.attempts - self._attempt
+        text = goal_text(task, self._net) if self._goals else task.text()
         return (
-            f"Task {self._k + 1} of {len(self._tasks)}: {task.text()}\n"
+            f"Task {self._k + 1} of {len(self._tasks)}: {text}\n"
             f"({left} attempt{'s' * (left > 1)} left for this task.) {REPLY_FORMAT}"
         )
 
@@ -171,7 +181,7 @@ class TaskChain:
         lines = [shown, ""]
         if solved:
             lines.append(f"Task {self._k + 1} ({task.label}) is complete.")
-        elif self._attempt < self.cfg.attempts:
+        elif self._attempt < self.attempts:
             lines.append(f"Task {self._k + 1} is not complete yet.")
         else:
             lines.append(self._give_up(task, facts))
@@ -181,7 +191,7 @@ class TaskChain:
             shown_flows = ", ".join(broke[:3])
             lines.append(f"Warning: this step broke traffic that worked: {shown_flows}.")
         completed = len(self._completed)
-        if solved or self._attempt >= self.cfg.attempts:
+        if solved or self._attempt >= self.attempts:
             self._finish(task)
         grew = len(self._completed) != completed or "assisted" in facts
         if grew or (played.changed_network and not before):
@@ -219,7 +229,7 @@ class TaskChain:
         facts["expected_flows"] = len(self._flows)
 
     def _give_up(self, task: Task, facts: dict[str, Any]) -> str:
-        text = f"Task {self._k + 1} ({task.label}) failed after {self.cfg.attempts} attempts."
+        text = f"Task {self._k + 1} ({task.label}) failed after {self.attempts} attempts."
         if not self.cfg.assist_failed_tasks or task.kind == "ping":
             return text
         failed = complete(self._emu, task)  # it may fail where the agent undid a need

@@ -9,11 +9,19 @@ each port's address, each host's gateway, each router's static routes — is the
 `draw_network(rng, size)` varies what NetLLMBench kept fixed: the naming schemes of
 hosts, routers, switches and interfaces, the address family and prefix length, the
 subnets, which host hangs off which switch, the router's address in each subnet
-(first or last usable) and the hosts' addresses. Two routers (level 3) are joined by a
-transit switch on a /30, each with static routes to the other's LANs.
+(first or last usable) and the hosts' addresses. Two routers (levels 3 and 4) are joined
+by a transit switch on a /30, each with static routes to the other's LANs; three or more
+(level 5) form a chain r1 - r2 - r3 ..., consecutive routers joined by a /30 on switch
+`tr<i><i+1>` (`tr12`, `tr23`, ...), each router with a static route to every LAN it is
+not on, via the next router towards it. Every router serves at least one LAN.
+
+A `described` lab (levels 4 and 5, whose prompts name no interface) gives every
+interface a description naming the switch it is plugged into (`ip link show` lists it as
+`alias`), as operators label ports, so the agent can find which interface is where.
 
 The lab's `name` (the environment key) covers only what the emulator builds — devices,
-interface names, switches — so queries that differ only in addresses share a live lab.
+interface names, switches, descriptions — so queries that differ only in addresses share
+a live lab.
 """
 
 from __future__ import annotations
@@ -42,7 +50,7 @@ NO_REDIRECTS = ("send_redirects", "accept_redirects")
 class Size:
     """How big a drawn network is."""
 
-    routers: int  # 1 or 2
+    routers: int  # 1, 2, or more in a chain
     switches: int  # LAN switches (each with at least one host)
     hosts: int  # hosts in all
 
@@ -71,13 +79,17 @@ class Network:
     ports: tuple[Port, ...]  # routers' ports first (in router order), then the hosts'
     gateways: tuple[tuple[str, str], ...]  # (host, gateway address)
     routes: tuple[tuple[str, str, str], ...]  # (router, destination subnet, via)
+    described: bool = False  # interfaces carry descriptions naming their switch
 
     # -- what the pool and the sandbox need (generators/lab/pool.py) -----------------------
     @property
     def name(self) -> str:
         shape = [(p.device, p.interface, p.switch) for p in self.ports]
+        if self.described:
+            shape.append(("described", "", ""))
         digest = hashlib.sha256(canonical_json([self.routers, shape]).encode()).hexdigest()
-        return f"netllm-{len(self.routers)}r{len(self.hosts)}h-{digest[:10]}"
+        kind = "d" * self.described
+        return f"netllm-{len(self.routers)}r{len(self.hosts)}h{kind}-{digest[:10]}"
 
     @property
     def machines(self) -> tuple[str, ...]:
@@ -95,11 +107,20 @@ class Network:
                 sysctls=(("net.ipv4.ip_forward", "1"), *quiet(name))
                 if name in self.routers
                 else quiet(name),
+                startup=self._descriptions(name),
                 role="router" if name in self.routers else "host",
             )
             for name in self.machines
         ]
         return Lab(self.name, tuple(devices))
+
+    def _descriptions(self, device: str) -> tuple[tuple[str, ...], ...]:
+        if not self.described:
+            return ()
+        return tuple(
+            ("ip", "link", "set", "dev", p.interface, "alias", p.switch)
+            for p in self.ports_of(device)
+        )
 
     # -- lookups -----------------------------------------------------------------------
     def ports_of(self, device: str) -> list[Port]:
@@ -115,6 +136,23 @@ class Network:
 
     def subnet(self, switch: str) -> str:
         return str(ipaddress.ip_interface(self.router_on(switch).address).network)
+
+    def is_transit(self, switch: str) -> bool:
+        """Whether only routers are plugged into `switch`."""
+        return all(p.device in self.routers for p in self.ports if p.switch == switch)
+
+    def transit_between(self, a: str, b: str) -> str | None:
+        """The transit switch joining routers a and b, if they are neighbours."""
+        mine = {p.switch for p in self.ports_of(a)}
+        shared = [p.switch for p in self.ports_of(b) if p.switch in mine]
+        return next((s for s in shared if self.is_transit(s)), None)
+
+    def router_path(self, a: str, b: str) -> list[str]:
+        """The routers from a to b along the chain (routers are chained in their order)."""
+        i, j = self.routers.index(a), self.routers.index(b)
+        if i <= j:
+            return list(self.routers[i : j + 1])
+        return list(reversed(self.routers[j : i + 1]))
 
     def describe(self, configured: bool = False) -> str:
         """The lab as the agent's prompt shows it: who is plugged into which switch, and
@@ -143,7 +181,7 @@ class Network:
 
     # -- storage in the query's ground truth -------------------------------------------
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "routers": list(self.routers),
             "hosts": list(self.hosts),
             "switches": list(self.switches),
@@ -151,6 +189,9 @@ class Network:
             "gateways": [list(g) for g in self.gateways],
             "routes": [list(r) for r in self.routes],
         }
+        if self.described:  # absent otherwise: labs of levels 1-3 keep their bytes
+            data["described"] = True
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Network:
@@ -161,6 +202,7 @@ class Network:
             tuple(Port(*p) for p in data["ports"]),
             tuple((h, g) for h, g in data["gateways"]),
             tuple((r, s, v) for r, s, v in data["routes"]),
+            bool(data.get("described", False)),
         )
 
 
@@ -173,17 +215,32 @@ def _subnets(rng: random.Random, count: int) -> list[ipaddress.IPv4Network]:
     return [ipaddress.ip_network(f"{base.network_address + k * size}/{prefix}") for k in picks]
 
 
-def _transit(rng: random.Random, lans: list[ipaddress.IPv4Network]) -> ipaddress.IPv4Network:
+def _transit(rng: random.Random, taken: list[ipaddress.IPv4Network]) -> ipaddress.IPv4Network:
     while True:
         net = ipaddress.ip_network(f"10.{rng.randrange(200, 256)}.{rng.randrange(256)}.0/30")
         net = ipaddress.ip_network(f"{net.network_address + 4 * rng.randrange(64)}/30")
-        if not any(net.overlaps(lan) for lan in lans):
+        if not any(net.overlaps(other) for other in taken):
             return net
 
 
-def draw_network(rng: random.Random, size: Size) -> Network:
+def transit_name(routers: int, k: int) -> str:
+    """The switch joining router k and k + 1 (0-based) of a chain of `routers`."""
+    return TRANSIT if routers == 2 else f"tr{k + 1}{k + 2}"
+
+
+def _cuts(rng: random.Random, size: Size) -> list[int]:
+    """Where the LANs (in order) are split between the routers: router i serves
+    lans[cuts[i]:cuts[i + 1]]."""
+    if size.routers == 1:
+        return [0, size.switches]
+    if size.routers == 2:  # as level 3 always drew it
+        return [0, rng.randint(1, size.switches - 1), size.switches]
+    return [0, *sorted(rng.sample(range(1, size.switches), size.routers - 1)), size.switches]
+
+
+def draw_network(rng: random.Random, size: Size, described: bool = False) -> Network:
     """A seeded lab and addressing plan of `size`; see the module docstring."""
-    if not 1 <= size.routers <= 2 or size.switches < size.routers or size.hosts < size.switches:
+    if size.routers < 1 or size.switches < size.routers or size.hosts < size.switches:
         raise ValueError(f"cannot draw a lab of {size}")
     host_scheme, router_scheme = rng.choice(HOST_NAMES), rng.choice(ROUTER_NAMES)
     hosts = [host_scheme.format(i=i) for i in range(1, size.hosts + 1)]
@@ -199,8 +256,8 @@ def draw_network(rng: random.Random, size: Size) -> Network:
     # Each switch gets one host, the rest go anywhere; each router serves a block of LANs.
     homes = [*lans, *(rng.choice(lans) for _ in range(size.hosts - size.switches))]
     rng.shuffle(homes)
-    cut = rng.randint(1, size.switches - 1) if size.routers == 2 else size.switches
-    served = {routers[0]: lans[:cut], **({routers[1]: lans[cut:]} if size.routers == 2 else {})}
+    cuts = _cuts(rng, size)
+    served = {r: lans[cuts[i] : cuts[i + 1]] for i, r in enumerate(routers)}
     first_addr = rng.random() < 0.5  # the router takes the first usable address, or the last
     ports: list[Port] = []
     gateways: dict[str, str] = {}
@@ -212,21 +269,30 @@ def draw_network(rng: random.Random, size: Size) -> Network:
             ports.append(Port(router, intf(router, k), lan, f"{ip}/{net.prefixlen}"))
     switches = list(lans)
     routes: list[tuple[str, str, str]] = []
-    if size.routers == 2:
-        transit = _transit(rng, nets)
-        ends = list(transit.hosts())
-        switches.append(TRANSIT)
-        for router, end in zip(routers, ends, strict=True):
-            k = len(served[router])
-            ports.append(Port(router, intf(router, k), TRANSIT, f"{end}/{transit.prefixlen}"))
-        for router, peer_end, other in ((routers[0], ends[1], 1), (routers[1], ends[0], 0)):
-            for lan in served[routers[other]]:
-                routes.append((router, str(nets[lans.index(lan)]), str(peer_end)))
+    # ends[k]: the addresses of routers k and k + 1 on the transit between them
+    ends: list[list[ipaddress.IPv4Address]] = []
+    taken = list(nets)
+    for k in range(size.routers - 1):
+        transit = _transit(rng, taken)
+        taken.append(transit)
+        ends.append(list(transit.hosts()))
+        switches.append(transit_name(size.routers, k))
+        for router, end in zip(routers[k : k + 2], ends[k], strict=True):
+            n = len(ports) - sum(p.device != router for p in ports)
+            ports.append(Port(router, intf(router, n), switches[-1], f"{end}/{transit.prefixlen}"))
+    for i, router in enumerate(routers):
+        for j, other in enumerate(routers):
+            if j == i:
+                continue
+            # the next router towards `other` and its address on the transit to it
+            via = ends[i][1] if j > i else ends[i - 1][0]
+            for lan in served[other]:
+                routes.append((router, str(nets[lans.index(lan)]), str(via)))
     for host, lan in zip(hosts, homes, strict=True):
         net = nets[lans.index(lan)]
         gateway = next(p.ip for p in ports if p.switch == lan)
-        taken = {p.ip for p in ports if p.switch == lan}
-        free = [a for a in net.hosts() if str(a) not in taken]
+        taken_ips = {p.ip for p in ports if p.switch == lan}
+        free = [a for a in net.hosts() if str(a) not in taken_ips]
         ip = rng.choice(free)
         ports.append(Port(host, intf(host, 0), lan, f"{ip}/{net.prefixlen}"))
         gateways[host] = gateway
@@ -237,6 +303,7 @@ def draw_network(rng: random.Random, size: Size) -> Network:
         tuple(ports),
         tuple(gateways.items()),
         tuple(routes),
+        described,
     )
 
 

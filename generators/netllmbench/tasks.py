@@ -38,10 +38,11 @@ from pathlib import Path
 from typing import Any
 
 from emulators.base import Emulator
+from generators.netllmbench.config import KINDS
 from generators.netllmbench.lab import Network
 from pipeline.errors import EnvironmentFailure
 
-KINDS = ("host_ip", "router_ip", "route", "gateway", "ping")
+__all__ = ["KINDS", "Task", "holds", "observe", "order", "pinged", "tasks_of"]
 PING_COUNT = 3  # NetLLMBench pings three times
 _PING_SUMMARY = re.compile(r"(\d+) packets transmitted, (\d+) (?:packets )?received")
 
@@ -159,12 +160,13 @@ def _net(address: str) -> ipaddress.IPv4Network:
     return ipaddress.ip_interface(address).network
 
 
-def order(tasks: Sequence[Task], rng: random.Random | None) -> list[Task]:
-    """The tasks in an order that respects `needs`: as given without `rng`, else a
-    random one (each step picks among the tasks whose needs are met)."""
+def order(tasks: Sequence[Task], rng: random.Random | None, done: Iterable[str] = ()) -> list[Task]:
+    """The tasks in an order that respects `needs` (those in `done` are met already): as
+    given without `rng`, else a random one (each step picks among the tasks whose needs
+    are met)."""
     if rng is None:
         return list(tasks)
-    left, done, out = list(tasks), set(), []
+    left, done, out = list(tasks), set(done), []
     while left:
         ready = [t for t in left if set(t.needs) <= done]
         task = rng.choice(ready)
