@@ -37,8 +37,10 @@ def test_every_app_config_has_an_id():
     assert "NetGauge/Malt-v0" in gym.registry
 
 
-@pytest.mark.parametrize("app", choices("app"))
-def test_every_app_passes_the_env_checker_and_an_oracle_rollout_solves(app, tmp_path):
+# The Kathará variants are these apps' envs on another backend (played through the DAG
+# by tests/test_kathara_sweep.py); each app kind is checked here once.
+@pytest.mark.parametrize("app", [a for a in choices("app") if not a.endswith("_kathara")])
+def test_every_app_kind_passes_the_env_checker_and_an_oracle_rollout_solves(app, tmp_path):
     if app == "malt_google":
         require((SHARED_DATA / "malt").is_dir(), f"Google's MALT example in {SHARED_DATA}")
     env = gym.make(ng_gym.env_id(app), levels=[1, 2], queries=3, data_dir=str(tmp_path))
