@@ -260,35 +260,7 @@ class RoutingQueryGenerator:
         )
         with FrrPool(self.cfg, max_live=min(2, self.cfg.max_live_topologies)) as pool:
             for index in range(count):
-                yield self._one_frr(pool, level, seed, index, tracker, weights)
-
-    def _one_frr(
-        self,
-        pool: FrrPool,
-        level: int,
-        seed: int,
-        index: int,
-        tracker: KeyTracker,
-        weights: Mapping[str, float] | None,
-    ) -> Query:
-        rng = query_rng(seed, level, index)
-
-        def pick() -> tuple[str, tuple[FrrTopology, list[Fault]]]:
-            topo, faults = frr_draw(self.cfg, level, rng, weights)
-            return fault_key(topo, faults), (topo, faults)  # type: ignore[arg-type]
-
-        def attempt(drawn: tuple[FrrTopology, list[Fault]]) -> Query | str:
-            topo, faults = drawn
-            outcome = frr_validate(pool, topo, faults)
-            if isinstance(outcome, str):
-                key = "+".join(f"{f.type}/{f.variant}" for f in faults)
-                self.rejected[key] = self.rejected.get(key, 0) + 1
-                return outcome
-            oracle, ordered = outcome
-            return self._frr_query(level, seed, index, topo, ordered, oracle)
-
-        taken = tracker.take(index, pick, attempt, max_draws=MAX_DRAWS)
-        return stamp(taken.value, taken)
+                yield self._one(pool, level, seed, index, tracker, weights)
 
     def _frr_query(
         self,
@@ -321,28 +293,43 @@ class RoutingQueryGenerator:
 
     def _one(
         self,
-        pool: LabPool,
+        pool: LabPool | FrrPool,
         level: int,
         seed: int,
         index: int,
         tracker: KeyTracker,
         weights: Mapping[str, float] | None = None,
     ) -> Query:
+        """Query `index`: draw, validate on a live lab, redraw on rejection (the shared
+        loop); levels 4-5 draw FRR labs, levels 1-3 plain ones."""
         rng = query_rng(seed, level, index)
+        if isinstance(pool, FrrPool):
+            draw_one, check, build = (
+                frr_draw,
+                (lambda t, f: frr_validate(pool, t, f)),
+                self._frr_query,
+            )
+        else:
+            protocols = tuple(self.cfg.probe.protocols)
+            draw_one, check, build = (
+                draw,
+                (lambda t, f: validate(pool, t, f, protocols)),
+                self._query,
+            )
 
-        def pick() -> tuple[str, tuple[RoutingTopology, list[Fault]]]:
-            topo, faults = draw(self.cfg, level, rng, weights)
+        def pick() -> tuple[str, tuple[Any, list[Fault]]]:
+            topo, faults = draw_one(self.cfg, level, rng, weights)
             return fault_key(topo, faults), (topo, faults)
 
-        def attempt(drawn: tuple[RoutingTopology, list[Fault]]) -> Query | str:
+        def attempt(drawn: tuple[Any, list[Fault]]) -> Query | str:
             topo, faults = drawn
-            outcome = validate(pool, topo, faults, tuple(self.cfg.probe.protocols))
+            outcome = check(topo, faults)
             if isinstance(outcome, str):
                 key = "+".join(f"{f.type}/{f.variant}" for f in faults)
                 self.rejected[key] = self.rejected.get(key, 0) + 1
                 return outcome
             oracle, ordered = outcome
-            return self._query(level, seed, index, topo, ordered, oracle)
+            return build(level, seed, index, topo, ordered, oracle)
 
         taken = tracker.take(index, pick, attempt, max_draws=MAX_DRAWS)
         return stamp(taken.value, taken)
