@@ -165,9 +165,9 @@ def test_structured_decoding_on_the_embedded_model(embedded_sweep):
         "GROUP BY ALL ORDER BY ALL"
     ).fetchall()
     assert rows == [
-        ("malt", "as configured", 2, 0),
         ("malt", 'agent.decoding="json"', 2, 0),
         ("malt", 'agent.decoding="tools"', 2, 0),
+        ("malt", "as configured", 2, 0),
         ("netllmbench", 'agent.decoding="json"', 2, 0),
         ("netllmbench", 'agent.decoding="tools"', 2, 0),
     ]
