@@ -103,5 +103,5 @@ def test_the_smoke_grid_under_cpu_oversubscription_gives_the_same_verdicts_and_q
     verdicts = _verdicts(loaded, QUERIES)
     assert len(verdicts) == len(APPS) * len(LEVELS) * len(AGENTS) * QUERIES
     assert all(v[0] != "env_error" for v in verdicts.values()), verdicts
-    idle = _verdicts(idle_data, 5)
+    idle = _verdicts(idle_data, 3)
     assert {k: idle[k] for k in verdicts} == verdicts

@@ -76,10 +76,11 @@ def play(app: MaltApp, level: int, count: int) -> tuple[int, int, int, int]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("source", ["synthetic", "file"])
-def test_200_queries_per_new_level_are_valid_through_the_sandbox(tmp_path, source) -> None:
+def test_100_queries_per_new_level_are_valid_through_the_sandbox(tmp_path, source) -> None:
+    # 100 per level and topology in CI; `python -m pipeline.bench --only malt_plans` runs more.
     if source == "file":
         require_google()
     cfg = MaltConfig(name=f"malt-{source}", topology=TopologyConfig(source=source))
     app = MaltApp(cfg, tmp_path / "cache", SHARED_DATA)
     for level in (4, 5):
-        assert play(app, level, 200) == (200, 200, 200, 0), (source, level)
+        assert play(app, level, 100) == (100, 100, 100, 0), (source, level)

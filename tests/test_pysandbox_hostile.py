@@ -82,7 +82,9 @@ def test_as_root(victim_and_marks, with_hook):
     assert diff == []
 
 
-@pytest.mark.parametrize("with_hook", [True, False], ids=["audit hook", "kernel layers only"])
+# Without root, the kernel layers alone: the boundary that must hold by itself (the audit
+# hook, a second line, is run with it as root above).
+@pytest.mark.parametrize("with_hook", [False], ids=["kernel layers only"])
 def test_without_root(victim_and_marks, with_hook):
     """The same suite in the supported unprivileged mode, really as uid 65534."""
     victim, marks = victim_and_marks

@@ -229,7 +229,7 @@ def _episodes(data: Path) -> list[tuple]:
 def test_episodes_equal_the_local_sweep_row_for_row(slurm_run: SlurmRun, smoke_sweep) -> None:
     local_data, _ = smoke_sweep
     ours, local = _episodes(slurm_run.data), _episodes(local_data)
-    assert len(ours) == len(local) == 24 * 5
+    assert len(ours) == len(local) == 24 * 3
     assert ours == local
 
 
@@ -242,7 +242,7 @@ def test_cancelled_cell_resumed_without_lost_or_duplicated_rows(slurm_run: Slurm
         if dict(zip(CELL_KEYS, map(str, r[:7]), strict=True)) == wildcards
     ]
     query_ids = [r[7] for r in rows]
-    assert len(query_ids) == 5 and len(set(query_ids)) == 5
+    assert len(query_ids) == 3 and len(set(query_ids)) == 3
     log = (slurm_run.data / "logs" / "run" / (cell.replace("/", "_") + ".log")).read_text()
     assert "resuming" in log and "episodes already done" in log, log[-2000:]
     assert not (slurm_run.data / "work" / "partial" / cell).exists()
