@@ -3,6 +3,7 @@ capacity, configurations and prompts."""
 
 from __future__ import annotations
 
+import json
 import random
 import shlex
 
@@ -15,6 +16,7 @@ from generators.routing.config import RoutingConfig, validate_config
 from generators.routing.frr.episode import build_prompt, render
 from generators.routing.frr.faults import BGP, DATA, OSPF, TYPES
 from generators.routing.frr.generator import draw
+from generators.routing.frr.lab import _bgp_peers
 from generators.routing.frr.topology import FrrTopology
 from generators.routing.generator import fault_key
 from pipeline.core import canonical_json
@@ -248,3 +250,23 @@ def test_weights_steer_draws_by_operation_label():
         assert labels.count(label) >= 55, (level, labels)
     app = RoutingApp(cfg)
     assert generate_kwargs(app, {"weights": {"x": 1.0}}) == {"weights": {"x": 1.0}}
+
+
+def test_bgp_peers_read_from_concatenated_vtysh_json():
+    """The settle loop retries idle sessions and waits for their attempt: it must read
+    every peer from vtysh's back-to-back JSON replies, and tell idle from shut down."""
+    ospf = '{"neighbors": {"1.1.1.2": [{"nbrState": "Full/DR"}]}}'
+    bgp = {
+        "ipv4Unicast": {
+            "peers": {
+                "10.100.2.1": {"state": "Idle", "peerState": "OK", "msgSent": 12},
+                "10.100.2.5": {"state": "Idle", "peerState": "Admin", "msgSent": 3},
+                "10.100.2.9": {"state": "Established", "peerState": "OK", "msgSent": 40},
+            }
+        }
+    }
+    peers = _bgp_peers("r3", f"{ospf}\n{json.dumps(bgp, indent=2)}\n")
+    assert set(peers) == {("r3", "10.100.2.1"), ("r3", "10.100.2.5"), ("r3", "10.100.2.9")}
+    assert [a for (_, a), p in peers.items() if p.idle] == ["10.100.2.1"]
+    assert peers[("r3", "10.100.2.9")].sent == 40
+    assert _bgp_peers("r3", "% Unknown command\n{not json") == {}

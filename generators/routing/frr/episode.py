@@ -4,10 +4,11 @@ The episode turns each reply into one sandboxed command (vtysh on a router, or t
 kernel tools of levels 1-3) and records the hosts' reachability before and after it, in
 the evidence shape of levels 1-3 (generators/routing/scoring.py scores both). After a
 command that may change something (anything but a vtysh that only shows), the routing
-state is left to settle (lab.settle); a state in which every flow works counts only
-after the final window, longer than the OSPF dead interval, so a fix that breaks again
-when a timer fires is never judged done. At level 5 the observation gives only how many
-required pairs fail, not which: the agent has to find out.
+state is left to settle (lab.after_change, which retries idle BGP sessions); a state in
+which every flow works counts only after the final window, longer than the OSPF dead
+interval, so a fix that breaks again when a timer fires is never judged done. At level 5
+the observation gives only how many required pairs fail, not which: the agent has to find
+out.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from generators.lab.step import play_command
 from generators.routing.checks import Connectivity
 from generators.routing.faults import Fault
 from generators.routing.frr.generator import FrrPool
-from generators.routing.frr.lab import FINAL_WINDOW_S, STEP_WINDOW_S, FrrLab
+from generators.routing.frr.lab import FrrLab
 from generators.routing.frr.topology import FrrTopology
 from pipeline.core import Query, StepResult, StepStatus
 from pipeline.errors import EnvironmentFailure
@@ -144,9 +145,7 @@ class FrrEpisode:
         probe_s = 0.0
         if played.changed_network and not _read_only(played.result.command):
             probe_started = time.perf_counter()
-            self._now = self._lab.settle(STEP_WINDOW_S)
-            if self._now.full:  # done only if it lasts past a dead interval
-                self._now = self._lab.settle(FINAL_WINDOW_S)
+            self._now = self._lab.after_change()  # done only if it lasts past a dead interval
             probe_s = time.perf_counter() - probe_started
         evidence = self._evidence(
             before,

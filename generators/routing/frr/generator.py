@@ -24,7 +24,7 @@ from typing import Any
 from emulators.netcmd.sandbox import Status
 from generators.routing.faults import Fault
 from generators.routing.frr.faults import DRAW, draw_types
-from generators.routing.frr.lab import FINAL_WINDOW_S, STEP_WINDOW_S, FrrLab
+from generators.routing.frr.lab import FrrLab
 from generators.routing.frr.topology import FrrTopology
 from pipeline.errors import EnvironmentFailure
 
@@ -113,15 +113,12 @@ def _fix(lab: FrrLab, faults: list[Fault]) -> list[dict[str, str]] | str:
             if result.status is not Status.OK:
                 return f"oracle command `{command}` on {machine}: {result.status} {result.output}"
             used.append({"machine": machine, "command": command})
-            after = lab.settle(STEP_WINDOW_S)
+            after = lab.after_change()  # as an episode's step judges it
             lost = after.lost_since(before)
             if lost:
                 return f"oracle command `{command}` broke {lost}"
             if after.full:
-                final = lab.settle(FINAL_WINDOW_S)
-                if final.full:
-                    return used
-                after = final
+                return used
             before = after
     failing = {p: len(r.failed) for p, r in before.by_protocol.items() if not r.full}
     return f"after every fix these flows still fail: {failing}"
@@ -133,6 +130,7 @@ def _undo(lab: FrrLab, fault: Fault) -> bool:
     for machine, command in fault.fix:
         if lab.sandbox.run(machine, command).status is not Status.OK:
             return False
+    lab.retry_idle_sessions()
     return lab.wait_full()
 
 

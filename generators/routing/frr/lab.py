@@ -14,6 +14,14 @@ dead interval, so a change that breaks an adjacency only when its dead timer fir
 hello mismatch) is seen before it counts. `reset()` kills the daemons, restores the
 kernel snapshot (verified, emulators/namespaced.py), rewrites the healthy configuration
 and starts them again.
+
+After an agent's change, BGP sessions that are down and idle are retried at once
+(`clear bgp <peer>`, as an operator would): FRR doubles a peer's idle-hold (start) timer
+after every failed attempt, up to 120 s, so a session broken for a while would otherwise
+come up minutes after the change that fixed it, and the verdict would depend on how long
+the fault had lasted and how fast the machine ran. A retried peer counts as settling until
+its attempt has been made (it left Idle or sent a message), so a fix is seen working and a
+session still wrong is seen failing again, on an idle or a loaded machine alike.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self
 
@@ -172,6 +181,11 @@ class FrrLab:
     def routing_state(self) -> tuple[str, bool]:
         """(a digest of every router's kernel routes and neighbour states, whether a
         neighbour is in a transitional state)."""
+        state, moving, _ = self._routing_state()
+        return state, moving
+
+    def _routing_state(self) -> tuple[str, bool, dict[tuple[str, str], BgpPeer]]:
+        """routing_state and the BGP peers (level 5; {} below)."""
         assert self.daemons is not None
         scripts = {r: "ip -4 route show" for r in self.topo.frr_routers}
         routes = self.emu._shell(scripts)  # one round for all routers
@@ -179,18 +193,52 @@ class FrrLab:
         if self.topo.level == 5:
             commands.append("show bgp summary json")
         outs = self.daemons.vtysh_all(self.topo.frr_routers, commands)
-        parts, moving = [], False
+        parts, moving, peers = [], False, {}
         for router in self.topo.frr_routers:
             parts += [routes[router][1], _neighbour_states(outs[router]) + "\x00"]
             moving |= any(state in parts[-1] for state in TRANSITIONAL)
-        return "\n".join(parts), moving
+            if self.topo.level == 5:
+                peers.update(_bgp_peers(router, outs[router]))
+        return "\n".join(parts), moving, peers
 
-    def settle(self, window_s: float = STEP_WINDOW_S) -> Connectivity:
-        """Wait until the routing state stayed the same for `window_s`, then probe."""
+    def retry_idle_sessions(self) -> dict[tuple[str, str], BgpPeer]:
+        """Retry now every BGP session that is down, idle and not shut down (see the
+        module docstring): {(router, peer address): the peer as it was before}."""
+        assert self.daemons is not None
+        if self.topo.level != 5:
+            return {}
+        _, _, peers = self._routing_state()
+        idle = {key: peer for key, peer in peers.items() if peer.idle}
+        by_router: dict[str, list[str]] = {}
+        for router, address in idle:
+            by_router.setdefault(router, []).append(f"clear bgp {address}")
+        for router, commands in by_router.items():
+            self.daemons.vtysh(router, commands)
+        return idle
+
+    def after_change(self) -> Connectivity:
+        """The state a change leads to: idle BGP sessions retried, the routing state
+        settled over the step window and, when every flow works, over the final one."""
+        now = self.settle(STEP_WINDOW_S, retried=self.retry_idle_sessions())
+        return self.settle(FINAL_WINDOW_S) if now.full else now
+
+    def settle(
+        self, window_s: float = STEP_WINDOW_S,
+        retried: dict[tuple[str, str], BgpPeer] | None = None,
+    ) -> Connectivity:  # fmt: skip
+        """Wait until the routing state stayed the same for `window_s` (and every
+        `retried` peer has made its attempt), then probe."""
         deadline = time.monotonic() + SETTLE_MAX_S
         last, since, samples = None, time.monotonic(), 0
+        waiting = dict(retried or {})
         while time.monotonic() < deadline:
-            state, moving = self.routing_state()
+            state, moving, peers = self._routing_state()
+            waiting = {
+                key: was
+                for key, was in waiting.items()
+                if key in peers and peers[key].idle and peers[key].sent == was.sent
+            }
+            moving |= bool(waiting)
             if state != last or moving:
                 last, since, samples = state, time.monotonic(), 0
             else:
@@ -249,10 +297,41 @@ class FrrLab:
                     )
 
 
-def _neighbour_states(out: str) -> str:
-    """The neighbour states in vtysh's JSON replies, one per line (the rest ignored:
-    timers and counters change every second)."""
-    states = []
+@dataclass(frozen=True)
+class BgpPeer:
+    """A BGP peer as `show bgp summary json` gives it."""
+
+    state: str  # Idle, Connect, Active, OpenSent, OpenConfirm, Established
+    peer_state: str  # OK, or why it is held down (Admin, PfxCt, ...)
+    sent: int  # messages sent to it
+
+    @property
+    def idle(self) -> bool:
+        """Down and waiting for its start timer (not shut down or held by policy)."""
+        return self.state == "Idle" and self.peer_state == "OK"
+
+
+def _bgp_peers(router: str, out: str) -> dict[tuple[str, str], BgpPeer]:
+    """The peers in a router's `show bgp summary json` (within vtysh's concatenated
+    replies): {(router, address): BgpPeer}."""
+    peers = {}
+    for value in _json_values(out):
+        unicast = value.get("ipv4Unicast") if isinstance(value, dict) else None
+        if not isinstance(unicast, dict) or not isinstance(unicast.get("peers"), dict):
+            continue
+        for address, peer in unicast["peers"].items():
+            if isinstance(peer, dict):
+                peers[(router, address)] = BgpPeer(
+                    str(peer.get("state", "")),
+                    str(peer.get("peerState", "OK")),
+                    int(peer.get("msgSent", 0) or 0),
+                )
+    return peers
+
+
+def _json_values(out: str) -> list[Any]:
+    """The JSON documents vtysh printed one after another (-c per command)."""
+    values = []
     decoder = json.JSONDecoder()
     text, pos = out.strip(), 0
     while pos < len(text):
@@ -260,9 +339,18 @@ def _neighbour_states(out: str) -> str:
             value, end = decoder.raw_decode(text, pos)
         except json.JSONDecodeError:
             break
+        values.append(value)
         pos = end
         while pos < len(text) and text[pos].isspace():
             pos += 1
+    return values
+
+
+def _neighbour_states(out: str) -> str:
+    """The neighbour states in vtysh's JSON replies, one per line (the rest ignored:
+    timers and counters change every second)."""
+    states: list[str] = []
+    for value in _json_values(out):
         _collect_states(value, states)
     return "\n".join(sorted(set(states)))
 
