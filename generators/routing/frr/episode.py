@@ -14,23 +14,21 @@ out.
 from __future__ import annotations
 
 import shlex
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 from emulators.base import backend_name
 from emulators.netcmd import vtysh
 from emulators.netcmd.tools import TOOL_NAMES
-from generators.lab.diagnostics import diagnose
 from generators.lab.reply import REPLY_FORMAT
-from generators.lab.step import play_command
+from generators.lab.step import CommandStep
 from generators.routing.checks import Connectivity
+from generators.routing.episode import ProbedEpisode
 from generators.routing.faults import Fault
 from generators.routing.frr.generator import FrrPool
 from generators.routing.frr.lab import FrrLab
 from generators.routing.frr.topology import FrrTopology
-from pipeline.core import Query, StepResult, StepStatus
+from pipeline.core import Query
 from pipeline.errors import EnvironmentFailure
 
 
@@ -95,84 +93,26 @@ def _read_only(command: str) -> bool:
     return checked.reason is None and vtysh.read_only(checked.lines)
 
 
-class FrrEpisode:
+class FrrEpisode(ProbedEpisode):
     """One FRR query being played; see the module docstring."""
 
+    heading = "Required traffic now"
+    remind_after_parse_error = True
+
     def __init__(self, query: Query, lab: FrrLab, first: Connectivity, max_turns: int) -> None:
-        self.query = query
-        self.max_turns = max_turns
+        assert lab.sandbox is not None
+        super().__init__(query, lab.sandbox, first, max_turns)
         self._lab = lab
         self._blind = lab.topo.level == 5
-        self._now = first
-        self._turn = 0
 
-    def observe(self) -> str:
-        return (
-            f"{self.query.prompt}\n\nRequired traffic now (turn 1 of {self.max_turns}):\n"
-            f"{render(self._now, self._blind)}"
-        )
+    def _probe_after(self, played: CommandStep) -> Connectivity | None:
+        assert played.result is not None
+        if not played.changed_network or _read_only(played.result.command):
+            return None
+        return self._lab.after_change()  # done only if it lasts past a dead interval
 
-    def diagnose(self, name: str, arguments: dict[str, Any]) -> str:
-        assert self._lab.sandbox is not None
-        return diagnose(self._lab.sandbox, name, arguments)
-
-    def _evidence(self, before: Connectivity, **facts: Any) -> dict[str, Any]:
-        after = self._now.evidence()
-        traffic = {
-            p: {"before": rows, "after": after[p]}
-            for p, rows in before.evidence().items()
-            if p != "icmp"
-        }
-        return {
-            **facts,
-            "devices": list(before.icmp.devices),
-            "before": before.icmp.rows(),
-            "after": self._now.icmp.rows(),
-            **({"traffic": traffic} if traffic else {}),
-        }
-
-    def step(self, reply: str) -> StepResult:
-        assert self._lab.sandbox is not None
-        self._turn += 1
-        last = self._turn >= self.max_turns
-        before = self._now
-        started = time.perf_counter()
-        played = play_command(self._lab.sandbox, reply)
-        if played.result is None:
-            output = f"{played.shown}\n\n{self._status_text()}"
-            evidence = self._evidence(before, parsed=False)
-            return StepResult("", StepStatus.PARSE_ERROR, output, evidence, last, played.error)
-        probe_s = 0.0
-        if played.changed_network and not _read_only(played.result.command):
-            probe_started = time.perf_counter()
-            self._now = self._lab.after_change()  # done only if it lasts past a dead interval
-            probe_s = time.perf_counter() - probe_started
-        evidence = self._evidence(
-            before,
-            **played.facts,
-            reason=played.result.reason,
-            cmd_s=round(played.result.exec_s, 4),
-            probe_s=round(probe_s, 4),
-        )
-        return StepResult(
-            action=played.action,
-            status=played.status,
-            output=f"{played.shown}\n\n{self._status_text()}",
-            evidence=evidence,
-            done=self._now.full or last,
-            error=played.error if played.status is not StepStatus.OK else None,
-            exec_s=time.perf_counter() - started,
-        )
-
-    def _status_text(self) -> str:
-        if self._now.full:
-            shown = render(self._now, self._blind)
-            return f"{shown}\nEverything checked works: the network is repaired."
-        left = self.max_turns - self._turn
-        return (
-            f"Required traffic now (turn {self._turn + 1} of {self.max_turns}, {left} left):\n"
-            f"{render(self._now, self._blind)}\n{REPLY_FORMAT}"
-        )
+    def _render(self) -> str:
+        return render(self._now, self._blind)
 
 
 @contextmanager
