@@ -207,8 +207,14 @@ class FrrLab:
         assert self.daemons is not None
         if self.topo.level != 5:
             return {}
-        _, _, peers = self._routing_state()
-        idle = {key: peer for key, peer in peers.items() if peer.idle}
+        borders = [self.topo.router(i) for i in self.topo.borders]  # the only BGP speakers
+        outs = self.daemons.vtysh_all(borders, ["show bgp summary json"])
+        idle = {
+            key: peer
+            for router, out in outs.items()
+            for key, peer in _bgp_peers(router, out).items()
+            if peer.idle
+        }
         by_router: dict[str, list[str]] = {}
         for router, address in idle:
             by_router.setdefault(router, []).append(f"clear bgp {address}")
