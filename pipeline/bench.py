@@ -96,7 +96,7 @@ def bench_sweep(data: Path) -> dict[str, Any]:
     job (server start, prefill, decode, sandbox); pipeline/sweep_bench.py."""
     from pipeline import sweep_bench
 
-    return sweep_bench.run("default")
+    return sweep_bench.run("default", log_to=data / "bench" / "sweep.snakemake.log")
 
 
 def bench_slurm(data: Path) -> dict[str, Any]:

@@ -38,26 +38,41 @@ log = logging.getLogger(__name__)
 __all__ = ["CellFailed", "Checkpoint", "play", "run"]
 
 
-def run(cfg: DictConfig, models: Any = None) -> Path:
+def run(cfg: DictConfig, models: Any = None, share: Budget | None = None) -> Path:
     """Play every query of the cell; write its transcripts shard; return its path.
 
     `models` is a `pipeline.llm.models.ModelPool` shared by the cells of one model; a
-    cell whose agent needs a model and gets none opens (and closes) its own.
+    cell whose agent needs a model and gets none opens (and closes) its own. `share` is
+    an episode budget shared with other cells playing at the same time (`run_model`).
     """
     with contextlib.ExitStack() as stack:
         if cfg.agent.uses_model and models is None:
             from pipeline.llm.models import ModelPool
 
             models = stack.enter_context(ModelPool(layout(cfg).root))
-        return _run(cfg, models)
+        return _run(cfg, models, share)
+
+
+class Budget:
+    """A cell's share of its model job: the episode slots every cell of the job draws from
+    (at most the model's in-flight count play at once) and `drained`, set when the cell
+    has handed out its last query, so the next cell starts while the last, slow episodes
+    of this one finish and the server keeps its batch full."""
+
+    def __init__(self, slots: threading.BoundedSemaphore) -> None:
+        self.slots = slots
+        self.drained = threading.Event()
 
 
 def run_model(grid: str, model: str, data_dir: str) -> list[Path]:
     """Play every cell of plan `grid` (its file, written by the plan stage) that uses
     `model`, on one served instance of it.
 
+    Cells start in the plan's order, each when the one before has handed out its last
+    query; over all cells at most the model's in-flight count of episodes play at once.
     Cells whose transcripts are already up to date are skipped, so a rerun after a crash
-    resumes with the cell that was interrupted (itself resumed from its checkpoint).
+    resumes with the cells that did not finish (each from its checkpoint). A failing cell
+    does not stop the others; the first failure is raised once every cell has stopped.
     """
     from pipeline.build import cell_config
     from pipeline.cells import Layout, data_root
@@ -69,18 +84,41 @@ def run_model(grid: str, model: str, data_dir: str) -> list[Path]:
     if not cells:
         raise CellFailed(f"plan '{grid}' has no cell with model '{model}'")
     paths = Layout(data_root(data_dir))
-    done = []
-    with ModelPool(paths.root) as models:
-        for cell in cells:
-            cfg = cell_config(cell, data_dir)
-            path = paths.transcripts(cell)
-            if shard_hash(path) != run_hash(cfg, make_app(cfg)):
-                run(cfg, models)
-            done.append(path)
-    return done
+    configs = [(cell_config(cell, data_dir), paths.transcripts(cell)) for cell in cells]
+    todo = [cfg for cfg, path in configs if shard_hash(path) != run_hash(cfg, make_app(cfg))]
+    errors: list[BaseException] = []
+    if todo:
+        slots = threading.BoundedSemaphore(max(workers_for(cfg) for cfg in todo))
+        with ModelPool(paths.root) as models:
+            started: list[threading.Thread] = []
+            for cfg in todo:
+                share = Budget(slots)
+                thread = threading.Thread(
+                    target=_run_cell, args=(cfg, models, share, errors), name=f"cell-{len(started)}"
+                )
+                thread.start()
+                started.append(thread)
+                share.drained.wait()
+            for thread in started:
+                thread.join()
+    if errors:
+        if len(errors) > 1:
+            log.error("%d cells of model '%s' failed; raising the first", len(errors), model)
+        raise errors[0]
+    return [path for _, path in configs]
 
 
-def _run(cfg: DictConfig, models: Any) -> Path:
+def _run_cell(cfg: DictConfig, models: Any, share: Budget, errors: list[BaseException]) -> None:
+    try:
+        run(cfg, models, share)
+    except BaseException as err:  # run_model raises it once every cell has stopped
+        log.error("cell %s failed: %s", cell_from_config(cfg).part, err)
+        errors.append(err)
+    finally:
+        share.drained.set()
+
+
+def _run(cfg: DictConfig, models: Any, share: Budget | None = None) -> Path:
     app = make_app(cfg)
     agent = make_agent(cfg, app, models)
     cell = cell_from_config(cfg)
@@ -93,7 +131,7 @@ def _run(cfg: DictConfig, models: Any) -> Path:
         )
     out = paths.transcripts(cell)
     with Checkpoint(paths.partial(cell), digest) as checkpoint:
-        failures = _play_missing(cfg, app, agent, cell, queries, checkpoint)
+        failures = _play_missing(cfg, app, agent, cell, queries, checkpoint, share)
         if failures:
             raise CellFailed(
                 f"{len(failures)} episode(s) of {cell.part} hit an environment error "
@@ -112,11 +150,14 @@ def _play_missing(
     cell: Cell,
     queries: list[Query],
     checkpoint: Checkpoint,
+    share: Budget | None = None,
 ) -> list[str]:
     """Play the queries the checkpoint lacks; return the env_error failures to report.
 
-    Episodes run on `workers` threads, each with its own environment (opened and closed
-    on that thread); this thread checkpoints their rows as they finish.
+    Episodes run on `workers` threads, each with its own environment (opened on that
+    thread with its first query, closed when the queries run out); this thread
+    checkpoints their rows as they finish. Under a `share`, an episode also holds one of
+    the job's slots while it plays.
     """
     todo: queue.Queue[Query] = queue.Queue()
     for query in queries:
@@ -136,13 +177,19 @@ def _play_missing(
 
     def worker() -> None:
         try:
-            with app.environment() as env:
+            with contextlib.ExitStack() as stack:
+                env: Environment | None = None
                 while not stop.is_set():
-                    try:
-                        query = todo.get_nowait()
-                    except queue.Empty:
-                        return
-                    results.put(("rows", play(env, agent, query, cell)))
+                    with share.slots if share else contextlib.nullcontext():
+                        try:
+                            query = todo.get_nowait()
+                        except queue.Empty:
+                            return
+                        if share and todo.empty():
+                            share.drained.set()
+                        if env is None:
+                            env = stack.enter_context(app.environment())
+                        results.put(("rows", play(env, agent, query, cell)))
         except BaseException as err:  # handed to the main thread, which re-raises it
             results.put(("error", err))
         finally:

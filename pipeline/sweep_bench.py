@@ -36,26 +36,46 @@ _STAMP = re.compile(r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]$")
 _RULE = re.compile(r"^(?:local)?rule (\S+):$")
 _JOBID = re.compile(r"^\s+jobid: (\d+)$")
 _DONE = re.compile(r"^Finished jobid: (\d+) \(Rule: (\S+)\)$")
+_WILDCARDS = re.compile(r"^\s+wildcards: (.*)$")
 
 
-def job_seconds(log: str) -> dict[str, dict[str, float]]:
-    """Per rule: {"jobs": n, "seconds": summed run time} from Snakemake's console log."""
+def job_seconds(log: str, by: str | None = None) -> dict[str, dict[str, float]]:
+    """Per rule: {"jobs": n, "seconds": summed run time} from Snakemake's console log.
+
+    `by` names a wildcard (e.g. "app"): then per rule and value of it, keyed
+    "<rule>:<value>" (jobs without that wildcard keep the rule's name)."""
     stamp: datetime | None = None
     rule: str | None = None
-    started: dict[str, datetime] = {}
+    job: str | None = None
+    started: dict[str, tuple[datetime, str]] = {}
     per_rule: dict[str, dict[str, float]] = defaultdict(lambda: {"jobs": 0, "seconds": 0.0})
     for line in log.splitlines():
         if m := _STAMP.match(line.strip()):
             stamp = datetime.strptime(m.group(1), "%a %b %d %H:%M:%S %Y")
         elif m := _RULE.match(line.strip()):
-            rule = m.group(1)
+            rule, job = m.group(1), None
         elif (m := _JOBID.match(line)) and rule is not None and stamp is not None:
-            started[m.group(1)] = stamp
+            job = m.group(1)
+            started[job] = (stamp, rule)
+        elif (m := _WILDCARDS.match(line)) and by and job in started:
+            values = dict(kv.split("=", 1) for kv in m.group(1).split(", ") if "=" in kv)
+            if by in values:
+                when, name = started[job]
+                started[job] = (when, f"{name}:{values[by]}")
         elif (m := _DONE.match(line.strip())) and stamp is not None and m.group(1) in started:
-            entry = per_rule[m.group(2)]
+            when, key = started.pop(m.group(1))
+            entry = per_rule[key]
             entry["jobs"] += 1
-            entry["seconds"] += (stamp - started.pop(m.group(1))).total_seconds()
+            entry["seconds"] += (stamp - when).total_seconds()
     return dict(per_rule)
+
+
+def cpu_busy_s() -> float:
+    """CPU seconds every CPU of the machine spent not idle since boot (/proc/stat)."""
+    fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    ticks = [int(x) for x in fields[:8]]
+    idle = ticks[3] + ticks[4]  # idle + iowait
+    return (sum(ticks) - idle) / os.sysconf("SC_CLK_TCK")
 
 
 def llm_breakdown(data: Path) -> dict[str, Any]:
@@ -93,23 +113,36 @@ def server_ready_s(data: Path) -> float | None:
     return None
 
 
-def run(grid: str = "default", cores: int | None = None) -> dict[str, Any]:
+def run(
+    grid: str = "default", cores: int | None = None, log_to: Path | None = None
+) -> dict[str, Any]:
+    """Run the sweep on an empty data directory; `log_to` keeps Snakemake's console log."""
     cores = cores or len(os.sched_getaffinity(0))
     snakemake = str(Path(sys.executable).with_name("snakemake"))
     with tempfile.TemporaryDirectory(prefix="netgauge-sweep-") as tmp:
         data = Path(tmp)
         cmd = [snakemake, "--cores", str(cores), "sweep", "--config", f"grid={grid}"]
-        started = time.perf_counter()
+        started, busy = time.perf_counter(), cpu_busy_s()
         proc = subprocess.run(
             [*cmd, f"data_dir={data}"], cwd=ROOT, capture_output=True, text=True, check=False
         )
-        wall = time.perf_counter() - started
+        wall, busy = time.perf_counter() - started, cpu_busy_s() - busy
+        if log_to is not None:
+            log_to.parent.mkdir(parents=True, exist_ok=True)
+            log_to.write_text(proc.stderr)
         if proc.returncode != 0:
             return {"failed": proc.stderr[-2000:], "wall_s": round(wall, 1)}
         figures: dict[str, Any] = {"grid": grid, "cores": cores, "sweep_wall_s": round(wall, 1)}
+        # the machine's CPUs busy over the sweep (all processes: the machine should be idle)
+        figures["cpu_busy_fraction"] = round(busy / (wall * os.cpu_count()), 2)
         for rule, entry in sorted(job_seconds(proc.stderr).items()):
             figures[f"rule_{rule}_jobs"] = int(entry["jobs"])
             figures[f"rule_{rule}_s_summed"] = round(entry["seconds"], 1)
+        for key, entry in sorted(job_seconds(proc.stderr, by="app").items()):
+            if ":" in key:
+                figures[f"rule_{key.replace(':', '_app_')}_s_summed"] = round(entry["seconds"], 1)
+        if log_to is not None:
+            figures["snakemake_log"] = str(log_to)
         figures |= llm_breakdown(data)
         ready = server_ready_s(data)
         if ready is not None:

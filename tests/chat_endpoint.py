@@ -18,8 +18,11 @@ Answer = Callable[[dict[str, Any]], str | ToolCall]
 
 
 @contextlib.contextmanager
-def chat_endpoint(answer: Answer) -> Iterator[tuple[str, list[dict[str, Any]]]]:
-    """(base URL ending in /v1, the request bodies received so far)."""
+def chat_endpoint(
+    answer: Answer, serial: bool = True
+) -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """(base URL ending in /v1, the request bodies received so far). `serial`: one
+    `answer` call at a time; otherwise concurrent requests are answered concurrently."""
     seen: list[dict[str, Any]] = []
     lock = threading.Lock()
 
@@ -28,6 +31,7 @@ def chat_endpoint(answer: Answer) -> Iterator[tuple[str, list[dict[str, Any]]]]:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             with lock:
                 seen.append(body)
+            with lock if serial else contextlib.nullcontext():
                 text = answer(body)
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")

@@ -10,6 +10,7 @@ localrule run:
     input: /data/results/queries/app=malt/app_variant=base/level=1/seed=0/part-0.parquet
     jobid: 34
     reason: Missing output files
+    wildcards: app=malt, app_variant=base, agent=oracle, model=none, level=1, seed=0
 [Thu Nov 26 17:32:41 2026]
 rule run_model_smollm2:
     jobid: 35
@@ -20,6 +21,7 @@ Finished jobid: 34 (Rule: run)
 [Thu Nov 26 17:32:50 2026]
 localrule run:
     jobid: 36
+    wildcards: app=routing, agent=null, model=none
 [Thu Nov 26 17:32:55 2026]
 Finished jobid: 36 (Rule: run)
 [Thu Nov 26 17:33:49 2026]
@@ -33,3 +35,11 @@ def test_job_seconds_pairs_each_jobs_start_and_finish_per_rule():
         "run_model_smollm2": {"jobs": 1, "seconds": 68.0},
     }
     assert job_seconds("") == {}
+
+
+def test_job_seconds_by_a_wildcard_splits_each_rule_by_its_value():
+    assert job_seconds(LOG, by="app") == {
+        "run:malt": {"jobs": 1, "seconds": 10.0},
+        "run:routing": {"jobs": 1, "seconds": 5.0},
+        "run_model_smollm2": {"jobs": 1, "seconds": 68.0},
+    }
