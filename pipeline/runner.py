@@ -55,12 +55,14 @@ def run(cfg: DictConfig, models: Any = None, share: Budget | None = None) -> Pat
 
 class Budget:
     """A cell's share of its model job: the episode slots every cell of the job draws from
-    (at most the model's in-flight count play at once) and `drained`, set when the cell
-    has handed out its last query, so the next cell starts while the last, slow episodes
-    of this one finish and the server keeps its batch full."""
+    (at most the model's in-flight count play at once), `halt`, set for every cell when
+    the job is interrupted (each finishes the episodes it is playing), and `drained`, set
+    when this cell has handed out its last query, so the next cell starts while the last,
+    slow episodes of this one finish and the server keeps its batch full."""
 
-    def __init__(self, slots: threading.BoundedSemaphore) -> None:
+    def __init__(self, slots: threading.BoundedSemaphore, halt: threading.Event) -> None:
         self.slots = slots
+        self.halt = halt
         self.drained = threading.Event()
 
 
@@ -89,18 +91,26 @@ def run_model(grid: str, model: str, data_dir: str) -> list[Path]:
     errors: list[BaseException] = []
     if todo:
         slots = threading.BoundedSemaphore(max(workers_for(cfg) for cfg in todo))
+        halt = threading.Event()
         with ModelPool(paths.root) as models:
             started: list[threading.Thread] = []
-            for cfg in todo:
-                share = Budget(slots)
-                thread = threading.Thread(
-                    target=_run_cell, args=(cfg, models, share, errors), name=f"cell-{len(started)}"
-                )
-                thread.start()
-                started.append(thread)
-                share.drained.wait()
-            for thread in started:
-                thread.join()
+            try:
+                for cfg in todo:
+                    share = Budget(slots, halt)
+                    thread = threading.Thread(
+                        target=_run_cell,
+                        args=(cfg, models, share, errors),
+                        name=f"cell-{len(started)}",
+                    )
+                    thread.start()
+                    started.append(thread)
+                    share.drained.wait()
+            except BaseException:  # Ctrl-C: every cell stops after the episodes it plays
+                halt.set()
+                raise
+            finally:  # the server stops only once no cell is using it
+                for thread in started:
+                    thread.join()
     if errors:
         if len(errors) > 1:
             log.error("%d cells of model '%s' failed; raising the first", len(errors), model)
@@ -179,7 +189,7 @@ def _play_missing(
         try:
             with contextlib.ExitStack() as stack:
                 env: Environment | None = None
-                while not stop.is_set():
+                while not stop.is_set() and not (share and share.halt.is_set()):
                     with share.slots if share else contextlib.nullcontext():
                         try:
                             query = todo.get_nowait()
@@ -226,6 +236,10 @@ def _play_missing(
     if error is not None:
         raise error
     checkpoint.flush()
+    if bar.n < total:  # halted by the job: the episodes played are kept, the shard is not
+        raise CellFailed(
+            f"{cell.part} stopped after {bar.n} of {total} episodes; a rerun plays the rest"
+        )
     return failures
 
 

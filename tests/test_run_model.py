@@ -7,6 +7,9 @@ The model is an endpoint of our own (tests/chat_endpoint.py); the app is MALT, r
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -14,9 +17,11 @@ import pytest
 
 from pipeline.build import cell_config
 from pipeline.cells import Layout, data_root
+from pipeline.config import ROOT
 from pipeline.errors import DataError
 from pipeline.generate import generate, read_queries
 from pipeline.plan import load_plan
+from pipeline.records import read_shard
 from pipeline.runner import run_model
 from tests.chat_endpoint import chat_endpoint
 
@@ -122,3 +127,36 @@ def test_a_failing_cell_stops_no_other_and_is_raised(tmp_path):
     done = {c.level: layout.transcripts(c).exists() for c in plan.cells}
     assert done == {1: True, 2: False, 3: True}
     assert traffic.peak <= BUDGET
+
+
+def test_an_interrupted_job_keeps_what_it_played_and_a_rerun_plays_the_rest(tmp_path):
+    """Ctrl-C while cells overlap: the episodes in play finish on a live server, no cell
+    writes a shard it has not finished, and the rerun completes every cell without
+    playing an episode twice."""
+    traffic = Traffic(hold_last=False)
+    with chat_endpoint(traffic.answer, serial=False) as (url, seen):
+        plan = _generated(traffic, tmp_path, url, [1, 2, 3])
+        cmd = [sys.executable, "-m", "pipeline.stages", "run-model", "--grid", plan.name]
+        job = subprocess.Popen(
+            [*cmd, "--model", "smollm2", "--data-dir", str(tmp_path)],
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 120
+        while len(seen) < QUERIES + 1 and time.monotonic() < deadline:  # level 2 has begun
+            time.sleep(0.05)
+        job.send_signal(signal.SIGINT)
+        _, err = job.communicate(timeout=120)
+        assert job.returncode != 0, err[-2000:]
+        layout = Layout(data_root(tmp_path))
+        finished = [c.level for c in plan.cells if layout.transcripts(c).exists()]
+        assert 3 not in finished and len(finished) < 3, err[-2000:]
+        played_before = len(seen)
+        run_model(plan.name, "smollm2", str(tmp_path))
+    rows = [read_shard("transcripts", layout.transcripts(c)) for c in plan.cells]
+    ids = [q for table in rows for q in set(table.column("query_id").to_pylist())]
+    assert len(ids) == len(set(ids)) == 3 * QUERIES
+    replayed = len(seen) - played_before
+    assert replayed < 3 * QUERIES  # what was played before the interrupt was kept
