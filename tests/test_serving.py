@@ -7,6 +7,7 @@ import json
 import os
 import re
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -16,12 +17,19 @@ from pathlib import Path
 import pytest
 
 from pipeline.errors import ConfigError, EnvironmentFailure
+from pipeline.procs import die_with_parent
 from pipeline.serving import cpus
 from pipeline.serving.client import ChatClient, ModelNotFound, Sampling
 from pipeline.serving.config import VllmModelConfig, load_model_config, model_config
 from pipeline.serving.cpus import available_cpus, bind_env, cgroup_cpu_quota
 from pipeline.serving.models import vllm_venv
-from pipeline.serving.server import ManagedServer, free_port, group_members, open_endpoint
+from pipeline.serving.server import (
+    ExternalEndpoint,
+    ManagedServer,
+    free_port,
+    group_members,
+    open_endpoint,
+)
 from tests.conftest import require
 
 QUESTION = [{"role": "user", "content": "What is the capital of France?"}]
@@ -459,3 +467,45 @@ def test_the_cpu_binding_follows_the_affinity_the_quota_and_the_jobs_threads(tmp
     }
     with pytest.raises(ConfigError, match=r"model.cpu_bind='all cores' is not allowed"):
         model_config({"cpu_bind": "all cores"})
+
+
+class _DiesWithItsStarter(ExternalEndpoint):
+    """An endpoint whose 'server' is a real process started as ManagedServer starts vLLM:
+    with PR_SET_PDEATHSIG, so it dies with the thread that entered the endpoint."""
+
+    proc: subprocess.Popen | None = None
+
+    def __enter__(self) -> _DiesWithItsStarter:
+        proc = subprocess.Popen(["sleep", "300"], preexec_fn=die_with_parent)
+        object.__setattr__(self, "proc", proc)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.proc.terminate()
+        self.proc.wait()
+
+
+def test_a_server_first_asked_for_on_a_short_lived_thread_lives_as_long_as_the_pool(
+    monkeypatch,
+) -> None:
+    """run_model's cells and the repair chain's master model ask for a backend from
+    threads that end before the pool does; the server must not die with them."""
+    from pipeline.llm.models import ModelPool
+    from pipeline.serving import server
+
+    started: list[_DiesWithItsStarter] = []
+
+    def fake_open(cfg, data_dir, **kw):
+        endpoint = _DiesWithItsStarter("http://127.0.0.1:9/v1", cfg.served_name)
+        started.append(endpoint)
+        return endpoint
+
+    monkeypatch.setattr(server, "open_endpoint", fake_open)
+    cfg = model_config({"endpoint": "external", "base_url": "http://127.0.0.1:9/v1"})
+    with ModelPool("data") as pool:
+        asker = threading.Thread(target=pool.backend, args=(cfg,))
+        asker.start()
+        asker.join()
+        time.sleep(0.5)  # a death signal would have been delivered by now
+        assert started[0].proc.poll() is None, "the server died with the thread that asked"
+    assert started[0].proc.poll() is not None  # stopped with the pool

@@ -4,6 +4,11 @@
 use and stopped when the pool closes, also on error) and hands out `ChatBackend`s whose
 blocking `chat()` runs on the pool's asyncio loop, so episodes on many threads share one
 HTTP client per model and the server batches their requests.
+
+Servers are started on a thread of the pool's own, which lives as long as the pool: a
+managed server dies with the thread that started it (PR_SET_PDEATHSIG, so that a killed
+run leaves no server behind), and the first request may come from an episode's or a
+cell's thread that ends long before the pool does.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import contextlib
 import os
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +60,7 @@ class ModelPool:
         self._lock = threading.Lock()
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="llm-loop", daemon=True)
+        self._starter = ThreadPoolExecutor(1, thread_name_prefix="llm-servers")
 
     def __enter__(self) -> ModelPool:
         self._thread.start()
@@ -65,7 +72,10 @@ class ModelPool:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=30)
         self._loop.close()
-        self._stack.close()  # stops managed servers
+        try:
+            self._stack.close()  # stops managed servers
+        finally:
+            self._starter.shutdown()  # only now: its thread's end would stop them too
 
     def backend(self, cfg: Any) -> ChatBackend:
         """The backend of a model config (a VllmModelConfig or its DictConfig)."""
@@ -80,7 +90,9 @@ class ModelPool:
     def _open(self, model: VllmModelConfig) -> ChatBackend:
         from pipeline.serving.server import open_endpoint
 
-        endpoint = self._stack.enter_context(open_endpoint(model, self._data_dir))
+        endpoint = self._starter.submit(
+            self._stack.enter_context, open_endpoint(model, self._data_dir)
+        ).result()
         sampling = Sampling(
             temperature=model.temperature, max_tokens=model.max_tokens, seed=model.seed
         )
