@@ -104,6 +104,24 @@ def llm_breakdown(data: Path) -> dict[str, Any]:
     return out
 
 
+def reference_verdicts(data: Path) -> dict[str, Any]:
+    """The reference agents' verdicts, to show a faster sweep judged the same: per agent
+    the episodes and the correct-and-safe ones, and episodes ending in env_error."""
+    from analysis.views import connect
+
+    con = connect(data)
+    out: dict[str, Any] = {}
+    for agent, n, good in con.execute(
+        "SELECT agent, count(*), count(*) FILTER (WHERE correct AND safe) FROM episodes "
+        "WHERE model = 'none' GROUP BY agent ORDER BY agent"
+    ).fetchall():
+        out[f"{agent}_episodes"] = int(n)
+        out[f"{agent}_correct_and_safe"] = int(good)
+    (errors,) = con.execute("SELECT count(*) FROM episodes WHERE outcome = 'env_error'").fetchone()
+    out["env_error_episodes"] = int(errors)
+    return out
+
+
 def server_ready_s(data: Path) -> float | None:
     """Start-to-ready of the model server, as the model job's log states it."""
     for log in sorted((data / "logs" / "run").glob("model=*.log")):
@@ -117,7 +135,7 @@ def run(
     grid: str = "default", cores: int | None = None, log_to: Path | None = None
 ) -> dict[str, Any]:
     """Run the sweep on an empty data directory; `log_to` keeps Snakemake's console log."""
-    cores = cores or len(os.sched_getaffinity(0))
+    cores = cores or 2 * len(os.sched_getaffinity(0))  # the Makefile's job slots
     snakemake = str(Path(sys.executable).with_name("snakemake"))
     with tempfile.TemporaryDirectory(prefix="netgauge-sweep-") as tmp:
         data = Path(tmp)
@@ -143,6 +161,7 @@ def run(
                 figures[f"rule_{key.replace(':', '_app_')}_s_summed"] = round(entry["seconds"], 1)
         if log_to is not None:
             figures["snakemake_log"] = str(log_to)
+        figures |= reference_verdicts(data)
         figures |= llm_breakdown(data)
         ready = server_ready_s(data)
         if ready is not None:

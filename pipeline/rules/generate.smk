@@ -1,5 +1,9 @@
 # Stage generate: seeded, validated queries per (app, app variant, level, seed), as many
 # as the grid's largest cell of them needs (smaller cells read a prefix).
+#
+# Priorities order the jobs that are ready at once: generation first (the lab levels'
+# generate -> run chains are the longest), reference runs next, the model job last. The
+# model job takes every slot; started early, it would hold back the chains still to run.
 
 
 rule generate:
@@ -12,6 +16,7 @@ rule generate:
         data=NG.data_dir,
     log:
         NG.log("generate"),
+    priority: 2
     shell:
         "{STAGE_CMD} generate --app {wildcards.app} --level {wildcards.level}"
         " --seed {wildcards.seed} --queries {params.queries} {params.sets}"

@@ -16,6 +16,7 @@ rule run:
         data=NG.data_dir,
     log:
         NG.log("run"),
+    priority: 1  # before the model job (pipeline/rules/generate.smk)
     shell:
         "{STAGE_CMD} run --app {wildcards.app} --model {wildcards.model}"
         " --agent {wildcards.agent} --level {wildcards.level} --seed {wildcards.seed}"
