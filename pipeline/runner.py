@@ -105,6 +105,8 @@ def run_model(grid: str, model: str, data_dir: str) -> list[Path]:
                     thread.start()
                     started.append(thread)
                     share.drained.wait()
+                for thread in started:
+                    thread.join()
             except BaseException:  # Ctrl-C: every cell stops after the episodes it plays
                 halt.set()
                 raise

@@ -1,5 +1,5 @@
-"""LLM agents through the whole pipeline: the real CPU vLLM server, a dead endpoint, and
-the SLURM profile's plan with GPU resources."""
+"""LLM agents through the whole pipeline: the real CPU vLLM server, a multirun over the
+temperature, a dead endpoint, and the SLURM profile's plan with GPU resources."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pytest
 from analysis.views import connect
 from pipeline.config import ROOT
 from pipeline.serving.models import vllm_python
+from tests.chat_endpoint import chat_endpoint
 from tests.conftest import require, require_root
 from tests.test_dag import SNAKEMAKE, job_stats
 
@@ -120,38 +121,44 @@ def test_capacity_planning_with_the_embedded_model_end_to_end(embedded_sweep):
 
 
 def test_multirun_over_the_temperature_keeps_both_variants(tmp_path):
-    """Two sampling temperatures of the real model are two cells, side by side."""
-    require(vllm_python().exists(), "the CPU vLLM engine is not installed (make setup)")
-    args = [
-        sys.executable,
-        "-m",
-        "pipeline.run",
-        "-m",
-        "agent=zero_shot",
-        "model=smollm2",
-        "model.temperature=0,0.7",
-        "queries=1",
-        f"data_dir={tmp_path}",
-    ]
-    done = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stderr[-4000:]
-    rows = (
-        connect(tmp_path)
-        .execute(
-            "SELECT c.variant_label, count(*), min(e.model_calls) FROM episodes e "
-            "JOIN cells c USING (app, model, agent, level, seed, queries, variant) "
-            "GROUP BY ALL ORDER BY ALL"
+    """Two sampling temperatures are two cells, side by side, and a rerun redoes nothing.
+    The model is an endpoint of our own (what is tested is the cells' identity; the real
+    model runs end to end in the embedded sweep above), which records the temperature
+    each request carried."""
+    with chat_endpoint(lambda body: "no code here") as (url, seen):
+        args = [
+            sys.executable,
+            "-m",
+            "pipeline.run",
+            "-m",
+            "agent=zero_shot",
+            "model=smollm2",
+            "model.endpoint=external",
+            f"model.base_url={url}",
+            "model.temperature=0,0.7",
+            "queries=1",
+            f"data_dir={tmp_path}",
+        ]
+        done = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, done.stderr[-4000:]
+        rows = (
+            connect(tmp_path)
+            .execute(
+                "SELECT c.variant_label, count(*), min(e.model_calls) FROM episodes e "
+                "JOIN cells c USING (app, model, agent, level, seed, queries, variant) "
+                "GROUP BY ALL ORDER BY ALL"
+            )
+            .fetchall()
         )
-        .fetchall()
-    )
-    assert [(label, n) for label, n, _ in rows] == [
-        ("as configured", 1),
-        ("model.temperature=0.7", 1),
-    ]
-    assert all(calls >= 1 for _, _, calls in rows)  # the model really answered
-    shards = {p: p.stat().st_mtime_ns for p in (tmp_path / "results").rglob("*.parquet")}
-    again = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=900)
-    assert again.returncode == 0, again.stderr[-2000:]
+        assert [n for _, n, _ in rows] == [1, 1]  # one cell per temperature
+        assert ["model.temperature=0.7" in label for label, _, _ in rows] == [False, True]
+        assert all(calls >= 1 for _, _, calls in rows)  # the model was asked
+        assert {body["temperature"] for body in seen} == {0.0, 0.7}
+        asked = len(seen)
+        shards = {p: p.stat().st_mtime_ns for p in (tmp_path / "results").rglob("*.parquet")}
+        again = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=900)
+        assert again.returncode == 0, again.stderr[-2000:]
+        assert len(seen) == asked
     assert {p: p.stat().st_mtime_ns for p in (tmp_path / "results").rglob("*.parquet")} == shards
 
 

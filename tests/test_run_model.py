@@ -38,8 +38,9 @@ class Traffic:
     of the next level arrives (or 60 s pass), so an overlap is seen however slowly the
     next cell starts, and a missing one is seen as a hold that timed out."""
 
-    def __init__(self, hold_last: bool) -> None:
+    def __init__(self, hold_last: bool, gate: threading.Event | None = None) -> None:
         self.hold_last = hold_last
+        self.gate = gate  # when given, requests past level 1 wait until it is set
         self.level_of: dict[str, int] = {}
         self.last_of: dict[int, str] = {}
         self.lock = threading.Lock()
@@ -62,6 +63,8 @@ class Traffic:
                 if other != level and n
             }
         try:
+            if self.gate is not None and level > 1:
+                self.gate.wait(timeout=60)
             nxt = level + 1
             if self.hold_last and nxt in self.last_of and self.last_of[level] in task:
                 deadline = time.monotonic() + 60
@@ -133,7 +136,8 @@ def test_an_interrupted_job_keeps_what_it_played_and_a_rerun_plays_the_rest(tmp_
     """Ctrl-C while cells overlap: the episodes in play finish on a live server, no cell
     writes a shard it has not finished, and the rerun completes every cell without
     playing an episode twice."""
-    traffic = Traffic(hold_last=False)
+    gate = threading.Event()  # level 2's requests wait until the signal is sent
+    traffic = Traffic(hold_last=False, gate=gate)
     with chat_endpoint(traffic.answer, serial=False) as (url, seen):
         plan = _generated(traffic, tmp_path, url, [1, 2, 3])
         cmd = [sys.executable, "-m", "pipeline.stages", "run-model", "--grid", plan.name]
@@ -143,11 +147,16 @@ def test_an_interrupted_job_keeps_what_it_played_and_a_rerun_plays_the_rest(tmp_
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
+            # Ctrl-C's default: a shell running the suite in the background ignores SIGINT,
+            # and a Python started with it ignored raises no KeyboardInterrupt.
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
         deadline = time.monotonic() + 120
-        while len(seen) < QUERIES + 1 and time.monotonic() < deadline:  # level 2 has begun
+        while 2 not in traffic.arrived and time.monotonic() < deadline:  # level 2 has begun
             time.sleep(0.05)
         job.send_signal(signal.SIGINT)
+        time.sleep(2.0)  # the job handles the signal before level 2 may finish
+        gate.set()
         _, err = job.communicate(timeout=120)
         assert job.returncode != 0, err[-2000:]
         layout = Layout(data_root(tmp_path))
