@@ -105,15 +105,26 @@ def require_emulator(name: str) -> None:
 
 
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
+SLOTS = str(2 * len(os.sched_getaffinity(0)))  # Snakemake's --cores, as `make sweep` sets it
 
 
 def snakemake(
     data: Path, *args: str, grid: str = "smoke", config: tuple[str, ...] = (), **kwargs: object
 ) -> subprocess.CompletedProcess:
-    """`snakemake --cores 2 ARGS --config grid=GRID data_dir=DATA CONFIG...`, from the
-    project root."""
+    """`snakemake --cores N ARGS --config grid=GRID data_dir=DATA CONFIG...`, from the
+    project root, with N twice the CPUs as `make sweep` gives it (Makefile)."""
+    cores = str(2 * len(os.sched_getaffinity(0)))
     return subprocess.run(
-        [SNAKEMAKE, "--cores", "2", *args, "--config", f"grid={grid}", f"data_dir={data}", *config],
+        [
+            SNAKEMAKE,
+            "--cores",
+            cores,
+            *args,
+            "--config",
+            f"grid={grid}",
+            f"data_dir={data}",
+            *config,
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -12,7 +12,7 @@ import pytest
 
 from analysis.views import connect
 from pipeline.config import ROOT
-from tests.conftest import SNAKEMAKE, require_root
+from tests.conftest import SLOTS, SNAKEMAKE, require_root
 
 pytestmark = pytest.mark.integration
 
@@ -87,7 +87,7 @@ def test_multirun_over_max_turns_keeps_both_variants(tmp_path):
 def test_sweep_with_a_query_count_axis_from_the_command_line(tmp_path):
     config = ["grid=smoke", "apps=[malt]", "levels=[1,2]", "queries=[5,10]", f"data_dir={tmp_path}"]
     done = subprocess.run(
-        [SNAKEMAKE, "--cores", "2", "sweep", "--config", *config],
+        [SNAKEMAKE, "--cores", SLOTS, "sweep", "--config", *config],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -24,7 +24,7 @@ from generators.k8s.faults import KINDS
 from generators.k8s.generator import K8sQueryGenerator
 from generators.k8s.manifests import NS_LABEL
 from pipeline.config import ROOT
-from tests.conftest import SNAKEMAKE, require, require_root
+from tests.conftest import SLOTS, SNAKEMAKE, require, require_root
 
 POD_CIDR = "10.244.0.0/16"
 
@@ -258,7 +258,7 @@ def test_levels_4_and_5_through_the_dag(tmp_path):
     require_root("the k8s app needs root")
     config = ["grid=smoke", "apps=[k8s]", "levels=[4,5]", "queries=3", f"data_dir={tmp_path}"]
     done = subprocess.run(
-        [SNAKEMAKE, "--cores", "2", "sweep", "--config", *config],
+        [SNAKEMAKE, "--cores", SLOTS, "sweep", "--config", *config],
         cwd=ROOT,
         capture_output=True,
         text=True,
