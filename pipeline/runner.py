@@ -107,12 +107,11 @@ def run_model(grid: str, model: str, data_dir: str) -> list[Path]:
                     share.drained.wait()
                 for thread in started:
                     thread.join()
-            except BaseException:  # Ctrl-C: every cell stops after the episodes it plays
-                halt.set()
-                raise
-            finally:  # the server stops only once no cell is using it
+            except BaseException:  # Ctrl-C: every cell stops after the episodes it plays,
+                halt.set()  # and the server stops only once no cell is using it
                 for thread in started:
                     thread.join()
+                raise
     if errors:
         if len(errors) > 1:
             log.error("%d cells of model '%s' failed; raising the first", len(errors), model)
