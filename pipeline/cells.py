@@ -11,6 +11,7 @@ write the same shards and every path field is a DuckDB column:
     <data>/work/transcripts/<same cell part>/part-0.parquet
     <data>/work/partial/<same cell part>/chunk-NNNNN.parquet
     <data>/plans/<grid>.json, <data>/summaries/<grid>.{parquet,md}, <data>/logs/...
+    <data>/cache/<app>/... (or $NETGAUGE_CACHE_DIR/<app>/...)
     <data>/report/index.html (figures/, tables/ beside it)
 
 A queries shard depends on the app's settings only (`app_variant`) and holds the longest
@@ -20,6 +21,7 @@ prefixes of larger ones).
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -29,6 +31,7 @@ from pipeline.config import ROOT, check_choice
 from pipeline.variants import BASE
 
 NO_MODEL = "none"
+CACHE_DIR_ENV = "NETGAUGE_CACHE_DIR"  # where Layout.cache lives, if not <data>/cache
 
 
 @dataclass(frozen=True, order=True)
@@ -147,7 +150,11 @@ class Layout:
 
     @property
     def cache(self) -> Path:
-        return self.root / "cache"
+        """Derived, content-addressed files (capacities, parsed topologies): every entry is
+        named by a fingerprint of what it depends on, so data directories may share one
+        (`$NETGAUGE_CACHE_DIR`) and compute each entry once."""
+        shared = os.environ.get(CACHE_DIR_ENV)
+        return Path(shared) if shared else self.root / "cache"
 
 
 def cell_from_config(cfg: DictConfig) -> Cell:

@@ -12,12 +12,15 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from omegaconf import OmegaConf
 
 from pipeline import registry
+from pipeline.cells import CACHE_DIR_ENV
 from pipeline.config import ROOT, NetGaugeConfig
 
 IN_CI = os.environ.get("CI") == "true"
@@ -113,12 +116,11 @@ def snakemake(
 ) -> subprocess.CompletedProcess:
     """`snakemake --cores N ARGS --config grid=GRID data_dir=DATA CONFIG...`, from the
     project root, with N twice the CPUs as `make sweep` gives it (Makefile)."""
-    cores = str(2 * len(os.sched_getaffinity(0)))
     return subprocess.run(
         [
             SNAKEMAKE,
             "--cores",
-            cores,
+            SLOTS,
             *args,
             "--config",
             f"grid={grid}",
@@ -131,6 +133,17 @@ def snakemake(
         timeout=600,
         **kwargs,
     )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def shared_cache(tmp_path_factory) -> Iterator[Path]:
+    """One cache for every data directory of the session ($NETGAUGE_CACHE_DIR, inherited by
+    the Snakemake runs): its entries are keyed by what they depend on, so each capacity and
+    parsed topology is computed once (about 24 s per fresh data directory that plans
+    malt and k8s levels 1-3) instead of once per test."""
+    path = tmp_path_factory.mktemp("cache")
+    with mock.patch.dict(os.environ, {CACHE_DIR_ENV: str(path)}):
+        yield path
 
 
 @pytest.fixture(scope="session")

@@ -87,8 +87,6 @@ def test_the_smoke_grid_under_cpu_oversubscription_gives_the_same_verdicts_and_q
     require(shutil.which("stress-ng") is not None, "stress-ng is not installed (scripts/setup.sh)")
     idle_data, _ = smoke_sweep
     loaded, calm = tmp_path / "loaded", tmp_path / "calm"
-    for data in (loaded, calm):  # capacities (keyed by app version) are not regenerated
-        shutil.copytree(idle_data / "cache", data / "cache")
     with _oversubscribed():
         for app in APPS:
             for level in LEVELS:

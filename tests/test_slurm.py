@@ -116,7 +116,9 @@ def slurm_run(tmp_path_factory) -> SlurmRun:
     )
     run = SlurmRun(tmp_path_factory.mktemp("slurm"))
     since = datetime.now() - timedelta(minutes=1)
-    cluster = LocalCluster(private_state_dir("test"), Spec(nodes=2, cpus=1))  # as --cores 2
+    # Two CPUs per node: four job slots, twice the machine's CPUs as `make sweep` gives
+    # Snakemake (the lab jobs mostly wait on their networks).
+    cluster = LocalCluster(private_state_dir("test"), Spec(nodes=2, cpus=2))
     with cluster:
         env = cluster.env()
         run.daemon_pids = cluster.daemon_pids
