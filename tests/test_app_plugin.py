@@ -20,8 +20,7 @@ import pytest
 from pipeline import registry
 from pipeline.config import ROOT, choices, compose
 from pipeline.errors import RegistryError
-
-SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
+from tests.conftest import SLOTS, SNAKEMAKE
 
 TOY_INIT = '''
 """Toy: say the number the query names."""
@@ -206,7 +205,7 @@ def test_the_toy_app_runs_through_pipeline_run(toy_path: Path, tmp_path: Path) -
 def test_the_toy_app_runs_through_the_dag(toy_path: Path, tmp_path: Path) -> None:
     data = tmp_path / "data"
     done = subprocess.run(
-        [SNAKEMAKE, "--cores", "2", "sweep", "--config", "grid=toygrid", f"data_dir={data}"],
+        [SNAKEMAKE, "--cores", SLOTS, "sweep", "--config", "grid=toygrid", f"data_dir={data}"],
         cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-4000:]

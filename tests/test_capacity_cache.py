@@ -37,7 +37,7 @@ def test_writers_of_one_entry_at_once_all_succeed_and_leave_one_file(tmp_path: P
     def write(i: int) -> None:
         try:
             assert cached(f"race-{tmp_path.name}", tmp_path, compute) == capacity
-        except BaseException as err:  # noqa: BLE001 - reported below
+        except BaseException as err:
             errors.append(err)
 
     threads = [threading.Thread(target=write, args=(i,)) for i in range(writers)]

@@ -18,7 +18,7 @@ import pytest
 from analysis.views import connect
 from pipeline.config import ROOT, choices, compose
 from pipeline.plan import read_plan
-from tests.conftest import SHARED_DATA, SNAKEMAKE, require, snakemake
+from tests.conftest import SHARED_DATA, SLOTS, SNAKEMAKE, require, snakemake
 
 pytestmark = pytest.mark.integration
 TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}|\d{2}-\d{2}-\d{2}")
@@ -156,7 +156,7 @@ def test_kill_9_then_rerun_loses_and_duplicates_nothing(tmp_path):
     env = {**os.environ, "NETGAUGE_APP_PATH": str(tmp_path / "plugins")}
     data = tmp_path / "data"
     proc = subprocess.Popen(
-        [SNAKEMAKE, "--cores", "2", "sweep", "--config", "grid=killed", f"data_dir={data}"],
+        [SNAKEMAKE, "--cores", SLOTS, "sweep", "--config", "grid=killed", f"data_dir={data}"],
         cwd=ROOT,
         env=env,
         stdout=subprocess.DEVNULL,

@@ -109,7 +109,7 @@ def test_sweep_with_a_query_count_axis_from_the_command_line(tmp_path):
     summary = next((tmp_path / "summaries").glob("smoke+*.md")).read_text()
     assert " queries " in summary and " distinct " in summary
     rerun = subprocess.run(
-        [SNAKEMAKE, "--cores", "2", "-n", "sweep", "--config", *config],
+        [SNAKEMAKE, "--cores", SLOTS, "-n", "sweep", "--config", *config],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -15,7 +15,7 @@ from analysis.views import connect
 from pipeline.config import ROOT
 from pipeline.serving.models import vllm_python
 from tests.chat_endpoint import chat_endpoint
-from tests.conftest import require, require_root
+from tests.conftest import SLOTS, require, require_root
 from tests.test_dag import SNAKEMAKE, job_stats
 
 # The embedded model on 2 CPU cores: a sweep of five cells is one server's work, longer
@@ -56,7 +56,7 @@ def embedded_sweep(tmp_path_factory) -> Path:
     data = tmp / "data"
     before = vllm_processes()
     done = subprocess.run(
-        [SNAKEMAKE, "--cores", "2", "sweep", "--config", "grid=embedded", f"data_dir={data}"],
+        [SNAKEMAKE, "--cores", SLOTS, "sweep", "--config", "grid=embedded", f"data_dir={data}"],
         cwd=ROOT,
         env=env,
         capture_output=True,

@@ -4,8 +4,9 @@ The smoke grid's cells (every app, oracle and null, levels 1-3) are played again
 CPUs oversubscribed (`stress-ng --cpu 4×cores`, scripts/setup.d/70-tests.sh), one query per
 cell to keep CI short: queries are generated under the load, then played and scored under
 it. Every episode's verdict must be the one the idle smoke sweep (the session's
-`smoke_sweep`) gave the same query, with no env_error; and the query shards generated
-under load must be byte-identical to the same seed's shards generated on the idle machine.
+`smoke_sweep`) gave the same query, with no env_error; and the queries generated under
+load must equal, column by column, the first queries of the same seed's shards the idle
+sweep generated (a shard of n queries is the prefix of a longer one: pipeline/cells.py).
 
 Before, `make sweep` on a busy machine failed with "routing-8x4 is not fully reachable
 right after it was built: 62 pairs fail" (fping gave up on replies that had arrived), and
@@ -23,6 +24,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 from pipeline.config import compose
@@ -40,9 +42,13 @@ def _config(data: Path, app: str, level: int, agent: str = "oracle"):
     return compose([*(f"{k}={v}" for k, v in settings.items()), f"data_dir={data}"])
 
 
-def _shards(data: Path) -> dict[str, bytes]:
+def _shards(data: Path, rows: int | None = None) -> dict[str, list[dict]]:
+    """Each queries shard's first `rows` rows (all if None), every column."""
     root = data / "results" / "queries"
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*.parquet"))}
+    return {
+        str(p.relative_to(root)): pq.read_table(p).to_pylist()[:rows]
+        for p in sorted(root.rglob("*.parquet"))
+    }
 
 
 def _verdicts(data: Path, queries: int) -> dict[tuple[str, str], tuple]:
@@ -81,23 +87,20 @@ def _oversubscribed():
 def test_the_smoke_grid_under_cpu_oversubscription_gives_the_same_verdicts_and_queries(
     smoke_sweep, tmp_path
 ):
-    from pipeline.generate import generate
     from pipeline.run import run_cell
 
     require(shutil.which("stress-ng") is not None, "stress-ng is not installed (scripts/setup.sh)")
     idle_data, _ = smoke_sweep
-    loaded, calm = tmp_path / "loaded", tmp_path / "calm"
+    loaded = tmp_path / "loaded"
     with _oversubscribed():
         for app in APPS:
             for level in LEVELS:
                 for agent in AGENTS:
                     run_cell(_config(loaded, app, level, agent))
-    for app in APPS:
-        for level in LEVELS:
-            generate(_config(calm, app, level))
     shards = _shards(loaded)
     assert len(shards) == len(APPS) * len(LEVELS)
-    assert shards == _shards(calm)
+    assert all(len(rows) == QUERIES for rows in shards.values())
+    assert shards == _shards(idle_data, QUERIES)
     verdicts = _verdicts(loaded, QUERIES)
     assert len(verdicts) == len(APPS) * len(LEVELS) * len(AGENTS) * QUERIES
     assert all(v[0] != "env_error" for v in verdicts.values()), verdicts

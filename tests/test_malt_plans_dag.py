@@ -17,7 +17,7 @@ from analysis.views import connect
 from generators.malt.app import MaltApp
 from generators.malt.config import MaltConfig, TopologyConfig
 from pipeline.config import ROOT
-from tests.conftest import SHARED_DATA, SNAKEMAKE, require
+from tests.conftest import SHARED_DATA, SLOTS, SNAKEMAKE, require
 
 pytestmark = pytest.mark.integration
 GOOGLE = SHARED_DATA / "malt" / "malt-example-final.textproto"
@@ -32,7 +32,7 @@ def test_levels_4_and_5_through_the_dag(tmp_path: Path) -> None:
     data = tmp_path / "data"
     config = ["grid=smoke", "apps=[malt,malt_google]", "levels=[4,5]", "queries=8"]
     done = subprocess.run(
-        [SNAKEMAKE, "--cores", "2", "summarize", "--config", *config, f"data_dir={data}"],
+        [SNAKEMAKE, "--cores", SLOTS, "summarize", "--config", *config, f"data_dir={data}"],
         cwd=ROOT,
         capture_output=True,
         text=True,
