@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pipeline.cells import write_cache_entry
 from pipeline.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -65,20 +64,6 @@ def check_request(app_name: str, level: int, count: int, capacity: Capacity) -> 
         )
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    """Write a temporary file of this writer's own, then rename it: readers never see half
-    a file, and processes sharing a cache that compute the same entry at once both succeed."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as out:
-            out.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def cached(name: str, cache_dir: Path | None, compute: Callable[[], Capacity]) -> Capacity:
     """`compute()`, remembered for this process under `name` (a fingerprint of what it
     depends on) and stored as `<cache_dir>/<name>.json` for later ones."""
@@ -92,6 +77,6 @@ def cached(name: str, cache_dir: Path | None, compute: Callable[[], Capacity]) -
     if found is None:
         found = compute()
     if path is not None and not path.exists():
-        _write_atomic(path, json.dumps(found.to_json(), sort_keys=True))
+        write_cache_entry(path, json.dumps(found.to_json(), sort_keys=True).encode())
     _MEMO[name] = found
     return found

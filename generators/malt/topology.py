@@ -14,10 +14,8 @@ source and its parameters (and the file content for files), so equal ids mean eq
 from __future__ import annotations
 
 import hashlib
-import os
 import pickle
 import random
-import tempfile
 from pathlib import Path
 
 import networkx as nx
@@ -25,6 +23,7 @@ import networkx as nx
 from generators.malt import schema as S
 from generators.malt.config import TopologyConfig, validate_topology_config
 from generators.malt.textproto import graph_from_bytes
+from pipeline.cells import write_cache_entry
 from pipeline.core import canonical_json
 from pipeline.errors import DataError
 
@@ -118,20 +117,6 @@ def _hash(value: object) -> str:
     return hashlib.sha256(canonical_json(value).encode()).hexdigest()
 
 
-def _write_atomic(path: Path, graph: nx.DiGraph) -> None:
-    """Write the pickle to a temp file in the same folder, then rename: a reader never
-    sees a half-written cache, and concurrent writers of the same key are harmless."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            pickle.dump(graph, out, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def _read_cache(path: Path) -> nx.DiGraph | None:
     try:
         with path.open("rb") as src:
@@ -178,5 +163,5 @@ def load_topology(
             graph = graph_from_bytes(content, str(path))
         else:
             graph = synthetic_topology(cfg)
-        _write_atomic(cache_file, graph)
+        write_cache_entry(cache_file, pickle.dumps(graph, protocol=pickle.HIGHEST_PROTOCOL))
     return graph, topology_id
