@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -49,6 +48,7 @@ from pipeline.cells import data_root
 from pipeline.config import compose, load_choice, to_plain
 from pipeline.core import App, Query, StepStatus
 from pipeline.errors import ConfigError, DataError, EnvironmentFailure, NetGaugeError
+from pipeline.files import replacing
 from pipeline.generate import stored_queries
 from pipeline.play import play_oracle
 from pipeline.querygen import SEED_SLOTS
@@ -255,20 +255,14 @@ def export_sft(
     if (overlap or unchecked) and not allow_overlap:
         raise DataError(_overlap_message(str(cfgs[0].data_dir), overlap, unchecked))
     path = Path(out) if out is not None else default_path(cfgs)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     count = 0
-    try:
-        with tmp.open("w", encoding="utf-8") as handle:
-            for cfg, queries in planned:
-                for record in sft_records(cfg, queries, progress=progress):
-                    handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-                    count += 1
+    with replacing(path) as tmp, tmp.open("w", encoding="utf-8") as handle:
+        for cfg, queries in planned:
+            for record in sft_records(cfg, queries, progress=progress):
+                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+                count += 1
         if count == 0:
             raise DataError(f"no oracle trajectory was accepted for {' '.join(overrides)}")
-        tmp.replace(path)
-    finally:
-        tmp.unlink(missing_ok=True)
     meta = {
         "records": count,
         "split": "train" if not test_seeds else "train+test (allowed)",

@@ -16,6 +16,7 @@ import pyarrow as pa
 from analysis.stats import cell_metrics, intervals
 from analysis.views import connect
 from pipeline.cells import Cell, Layout, data_root
+from pipeline.files import replacing
 
 __all__ = ["intervals", "render", "summarize_plan", "summary"]
 
@@ -98,12 +99,10 @@ def summarize_plan(data_dir: str | Path, grid: str) -> str:
     layout = Layout(data_root(data_dir))
     table = summary(data_dir, read_plan(data_dir, grid))
     path = layout.summary(grid)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".parquet.tmp")
     import pyarrow.parquet as pq
 
-    pq.write_table(pa.Table.from_pandas(table, preserve_index=False), tmp)
-    tmp.replace(path)
+    with replacing(path) as tmp:
+        pq.write_table(pa.Table.from_pandas(table, preserve_index=False), tmp)
     text = f"NetGauge summary, grid '{grid}' ({len(table)} rows)\n\n{render(table)}\n"
     legend = variant_legend(connect(data_dir), table)
     if legend:

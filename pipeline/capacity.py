@@ -16,8 +16,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipeline.cells import write_cache_entry
 from pipeline.errors import ConfigError
+from pipeline.files import write_whole
 
 log = logging.getLogger(__name__)
 _MEMO: dict[str, Capacity] = {}  # name -> capacity, for this process
@@ -77,6 +77,6 @@ def cached(name: str, cache_dir: Path | None, compute: Callable[[], Capacity]) -
     if found is None:
         found = compute()
     if path is not None and not path.exists():
-        write_cache_entry(path, json.dumps(found.to_json(), sort_keys=True).encode())
+        write_whole(path, json.dumps(found.to_json(), sort_keys=True).encode())
     _MEMO[name] = found
     return found

@@ -22,7 +22,6 @@ prefixes of larger ones).
 from __future__ import annotations
 
 import os
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -156,21 +155,6 @@ class Layout:
         (`$NETGAUGE_CACHE_DIR`) and compute each entry once."""
         shared = os.environ.get(CACHE_DIR_ENV)
         return Path(shared) if shared else self.root / "cache"
-
-
-def write_cache_entry(path: Path, data: bytes) -> None:
-    """Write one cache entry through a temporary file of this writer's own, then rename it:
-    readers never see half an entry, and writers of the same entry at once (processes
-    sharing a cache) all succeed."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def cell_from_config(cfg: DictConfig) -> Cell:

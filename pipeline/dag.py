@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 import re
 import shlex
 import sys
@@ -21,6 +20,7 @@ from pipeline.cells import Cell, Layout, data_root
 from pipeline.config import GRID_AXES
 from pipeline.core import canonical_json
 from pipeline.errors import NetGaugeError
+from pipeline.files import write_whole
 from pipeline.plan import Plan, load_plan
 from pipeline.records import shard_rows
 
@@ -208,11 +208,7 @@ class PlanCache:
     def store(self, plan: Plan) -> None:
         fields = {k: getattr(plan, k) for k in ("name", "grid", "data_dir", "config", "models")}
         record = {**fields, "axes": plan.axes, "cells": [c.as_dict() for c in plan.cells]}
-        path = self.path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(record, sort_keys=True))
-        tmp.replace(path)
+        write_whole(self.path, json.dumps(record, sort_keys=True))
 
     def load(self) -> Plan | None:
         with contextlib.suppress(OSError, ValueError, KeyError, TypeError):

@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.errors import DataError
+from pipeline.files import replacing
 
 log = logging.getLogger(__name__)
 
@@ -141,10 +142,8 @@ def migrate(root: Path) -> int:
         meta[b"netgauge.schema_version"] = SCHEMA_VERSIONS[table].encode()
         meta[b"netgauge.migrated_from"] = str(path.relative_to(root)).encode()
         new = new.replace_schema_metadata(meta)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(".part-0.parquet.migrating")
-        pq.write_table(new, tmp, compression="zstd")
-        tmp.replace(target)
+        with replacing(target) as tmp:
+            pq.write_table(new, tmp, compression="zstd")
         written.append(target)
     for _, path in shards:
         path.unlink()

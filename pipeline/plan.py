@@ -34,6 +34,7 @@ from pipeline.config import (
 )
 from pipeline.core import canonical_json
 from pipeline.errors import ConfigError
+from pipeline.files import write_whole
 from pipeline.splits import check_seeds
 
 log = logging.getLogger(__name__)
@@ -110,10 +111,7 @@ class Plan:
 
     def write(self) -> Path:
         path = self.layout.plan(self.name)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(self.as_json() + "\n")
-        tmp.replace(path)
+        write_whole(path, self.as_json() + "\n")
         return path
 
 

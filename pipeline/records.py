@@ -16,7 +16,6 @@ directory and are renamed into place, so a shard either exists whole or not at a
 from __future__ import annotations
 
 import functools
-import os
 import subprocess
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -27,6 +26,7 @@ import pyarrow.parquet as pq
 
 from pipeline.config import ROOT
 from pipeline.errors import DataError
+from pipeline.files import replacing
 from pipeline.untrusted import storable
 
 # The column layout's version, per table; readers refuse other versions. Version 2 of
@@ -235,15 +235,8 @@ def write_shard(
         **extra,
     }
     data = data.replace_schema_metadata({k.encode(): v.encode() for k, v in meta.items()})
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
+    with replacing(path, durable=True) as tmp:
         pq.write_table(data, tmp, compression="zstd")
-        with open(tmp, "rb") as handle:
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
     return path
 
 

@@ -17,6 +17,7 @@ import pytest
 
 from analysis.views import connect
 from pipeline.config import ROOT, choices, compose
+from pipeline.files import TEMPORARY_GLOB
 from pipeline.plan import read_plan
 from tests.conftest import SHARED_DATA, SLOTS, SNAKEMAKE, require, snakemake
 
@@ -178,7 +179,7 @@ def test_kill_9_then_rerun_loses_and_duplicates_nothing(tmp_path):
     cells = read_plan(data, "killed")
     assert len(cells) == 8
     assert n == distinct == sum(c.queries for c in cells)
-    assert not list((data / "results").rglob(".*.tmp-*"))
+    assert not list((data / "results").rglob(TEMPORARY_GLOB))
 
 
 def run_direct(*overrides: str) -> subprocess.CompletedProcess:

@@ -12,6 +12,7 @@ from generators.malt.config import MaltConfig, TopologyConfig, validate_config
 from generators.malt.topology import load_topology, synthetic_topology
 from pipeline.core import canonical_json
 from pipeline.errors import ConfigError
+from pipeline.files import TEMPORARY_GLOB
 
 SMALL = {
     "source": "synthetic",
@@ -74,7 +75,7 @@ def test_load_topology_ids_follow_seed_and_knobs(tmp_path: Path):
     assert len({id1, id2, id3}) == 3
     assert graph_bytes(g1) == graph_bytes(g1b)
     assert len(list(tmp_path.glob("*.pkl"))) == 3
-    assert not list(tmp_path.glob("*.tmp"))
+    assert not list(tmp_path.glob(TEMPORARY_GLOB))
 
 
 def test_config_defaults_validate():

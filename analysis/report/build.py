@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from analysis.report.data import ReportData, collect
 from analysis.report.page import render
 from analysis.views import connect
 from pipeline.cells import data_root
+from pipeline.files import write_whole
 from pipeline.records import code_version
 
 log = logging.getLogger(__name__)
@@ -99,8 +99,6 @@ def build_report(
         "written": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
     }
     index = out / "index.html"
-    tmp = index.with_name(f".index.html.tmp-{os.getpid()}")
-    tmp.write_text(render(data, files, meta), encoding="utf-8")
-    tmp.replace(index)
+    write_whole(index, render(data, files, meta))
     log.info("wrote %s", index)
     return index

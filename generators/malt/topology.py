@@ -23,9 +23,9 @@ import networkx as nx
 from generators.malt import schema as S
 from generators.malt.config import TopologyConfig, validate_topology_config
 from generators.malt.textproto import graph_from_bytes
-from pipeline.cells import write_cache_entry
 from pipeline.core import canonical_json
 from pipeline.errors import DataError
+from pipeline.files import write_whole
 
 # Bump when the graph conventions (schema.py, the reader or the generator) change.
 TOPOLOGY_FORMAT = "1"
@@ -163,5 +163,5 @@ def load_topology(
             graph = graph_from_bytes(content, str(path))
         else:
             graph = synthetic_topology(cfg)
-        write_cache_entry(cache_file, pickle.dumps(graph, protocol=pickle.HIGHEST_PROTOCOL))
+        write_whole(cache_file, pickle.dumps(graph, protocol=pickle.HIGHEST_PROTOCOL))
     return graph, topology_id
