@@ -9,8 +9,9 @@ then sends the same prompt set twice: one request at a time, and `concurrency` a
 Aggregate throughput is the completion tokens of all requests over the wall time.
 
 `run_binding(data_dir)` starts the server once per binding (`cpu_bind=auto`, then
-`available`), back to back in one run, and measures generated tokens/s at 1 and
-`concurrency` in flight on MALT-sized prompts (the prompts of MALT level 3 queries).
+`available`) and prefix mode (the server's prefix cache on, as in a sweep, then off),
+back to back in one run, and measures generated tokens/s at 1 and `concurrency` in flight
+on MALT-sized prompts (the prompts of MALT level 3 queries, each sent once).
 """
 
 from __future__ import annotations
@@ -122,19 +123,36 @@ def malt_prompts(n: int) -> list[list[dict[str, str]]]:
     return [[{"role": "user", "content": q.prompt}] for q in app.generate(3, 0, n)]
 
 
-def _rates(server: ManagedServer, batch, concurrency: int, max_tokens: int) -> dict[str, Any]:
+# How the engine treats the instructions every MALT prompt shares (about 90 % of each
+# prompt): "prefix_cached" is the server's default and what a sweep gets (the shared text is
+# computed once, each request prefills only its own question, so decoding dominates);
+# "no_prefix_cache" prefills every prompt in full (the long matrix products of prefill
+# dominate).
+PREFIX_MODES: dict[str, list[str]] = {
+    "prefix_cached": [],
+    "no_prefix_cache": ["--no-enable-prefix-caching"],
+}
+
+
+def _rates(
+    server: ManagedServer, batch: Sequence[list[dict[str, str]]], concurrency: int, s: Sampling
+) -> dict[str, Any]:
+    """Generated tokens/s one at a time and `concurrency` at a time. Every prompt is sent
+    once: the first warms the server, the next `concurrency` go one at a time, the rest
+    `concurrency` at a time (no request is served from an earlier one's cache)."""
+    warm, single, many = batch[0], batch[1 : 1 + concurrency], batch[1 + concurrency :]
+
     async def go() -> dict[str, Any]:
-        s = Sampling(temperature=0.0, max_tokens=max_tokens, seed=0)
         async with ChatClient.for_endpoint(server, max_in_flight=concurrency) as client:
-            await client.chat(batch[0], sampling=Sampling(max_tokens=8))  # warm-up
-            one = await _throughput(client, batch[:concurrency], 1, s)
-            many = await _throughput(client, batch, concurrency, s)
+            await client.chat(warm, sampling=Sampling(max_tokens=8))
+            one = await _throughput(client, single, 1, s)
+            lots = await _throughput(client, many, concurrency, s)
         return {
             "tokens_per_s_1": round(sum(r.completion_tokens for r in one[1]) / one[0], 1),
             f"tokens_per_s_{concurrency}": round(
-                sum(r.completion_tokens for r in many[1]) / many[0], 1
+                sum(r.completion_tokens for r in lots[1]) / lots[0], 1
             ),
-            "prompt_tokens_median": int(statistics.median(r.prompt_tokens for r in many[1])),
+            "prompt_tokens_median": int(statistics.median(r.prompt_tokens for r in lots[1])),
         }
 
     return asyncio.run(go())
@@ -148,26 +166,32 @@ def run_binding(
     concurrency: int = 8,
     max_tokens: int = 128,
 ) -> dict[str, Any]:
-    """Generated tokens/s at 1 and `concurrency` in flight, per binding, in one run."""
-    batch = malt_prompts(requests)
+    """Generated tokens/s at 1 and `concurrency` in flight, per binding (vLLM's `auto`,
+    NetGauge's `available`) and per prefix mode (`PREFIX_MODES`), in one run: one server
+    start per pair, back to back, on the same prompts."""
+    batch = malt_prompts(1 + concurrency + requests)
+    s = Sampling(temperature=0.0, max_tokens=max_tokens, seed=0)
+    base = load_model_config(model)
     figures: dict[str, Any] = {}
-    for binding in ("auto", "available"):
-        cfg = dataclasses.replace(load_model_config(model), cpu_bind=binding)
-        server = open_endpoint(cfg, data_dir)
-        if not isinstance(server, ManagedServer):
-            raise ConfigError(f"model '{model}' is not managed (endpoint: {cfg.endpoint})")
-        with server:
-            cores = re.findall(r"core ids=\[([\d, ]*)\]", server.log_path.read_text())
-            rates = _rates(server, batch, concurrency, max_tokens)
-        figures |= {f"{binding}_{k}": v for k, v in rates.items()}
-        figures[f"{binding}_core_ids"] = cores[-1] if cores else "?"
-    many = f"tokens_per_s_{concurrency}"
-    figures["available_vs_auto_1"] = round(
-        figures["available_tokens_per_s_1"] / figures["auto_tokens_per_s_1"], 2
-    )
-    figures[f"available_vs_auto_{concurrency}"] = round(
-        figures[f"available_{many}"] / figures[f"auto_{many}"], 2
-    )
+    for mode, flags in PREFIX_MODES.items():
+        for binding in ("auto", "available"):
+            cfg = dataclasses.replace(
+                base, cpu_bind=binding, extra_flags=[*base.extra_flags, *flags]
+            )
+            server = open_endpoint(cfg, data_dir)
+            if not isinstance(server, ManagedServer):
+                raise ConfigError(f"model '{model}' is not managed (endpoint: {cfg.endpoint})")
+            with server:
+                cores = re.findall(r"core ids=\[([\d, ]*)\]", server.log_path.read_text())
+                rates = _rates(server, batch, concurrency, s)
+            figures |= {f"{mode}_{binding}_{k}": v for k, v in rates.items()}
+            figures[f"{mode}_{binding}_core_ids"] = cores[-1] if cores else "?"
+        for n in (1, concurrency):
+            figures[f"{mode}_available_vs_auto_{n}"] = round(
+                figures[f"{mode}_available_tokens_per_s_{n}"]
+                / figures[f"{mode}_auto_tokens_per_s_{n}"],
+                2,
+            )
     figures |= {
         "requests": requests,
         "max_tokens": max_tokens,
