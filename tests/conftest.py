@@ -12,7 +12,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from unittest import mock
 
@@ -133,6 +134,24 @@ def snakemake(
         timeout=600,
         **kwargs,
     )
+
+
+def in_threads(count: int, work: Callable[[int], object]) -> list[BaseException]:
+    """Run `work(0)` ... `work(count - 1)` on threads of their own; the errors they raised."""
+    errors: list[BaseException] = []
+
+    def run(i: int) -> None:
+        try:
+            work(i)
+        except BaseException as err:
+            errors.append(err)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return errors
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -11,6 +11,7 @@ import pytest
 from pipeline.capacity import Capacity, cached
 from pipeline.cells import CACHE_DIR_ENV, Layout
 from pipeline.plan import load_plan
+from tests.conftest import in_threads
 
 
 def test_the_cache_is_under_the_data_directory_unless_the_environment_names_one(
@@ -28,24 +29,15 @@ def test_writers_of_one_entry_at_once_all_succeed_and_leave_one_file(tmp_path: P
     capacity = Capacity(total=7, by_operation={"a": 7}, exact=True, per_seed=1)
     writers = 8
     ready = threading.Barrier(writers)
-    errors: list[BaseException] = []
 
     def compute() -> Capacity:
         ready.wait(timeout=30)  # every writer has missed the file: they all write it
         return capacity
 
     def write(i: int) -> None:
-        try:
-            assert cached(f"race-{tmp_path.name}", tmp_path, compute) == capacity
-        except BaseException as err:
-            errors.append(err)
+        assert cached(f"race-{tmp_path.name}", tmp_path, compute) == capacity
 
-    threads = [threading.Thread(target=write, args=(i,)) for i in range(writers)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert errors == []
+    assert in_threads(writers, write) == []
     assert [p.name for p in tmp_path.iterdir()] == [f"race-{tmp_path.name}.json"]
 
 

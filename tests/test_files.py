@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.files import TEMPORARY_GLOB, replacing, write_whole
+from tests.conftest import in_threads
 
 
 def test_writers_of_one_file_at_once_all_succeed_and_one_whole_version_remains(
@@ -19,21 +20,12 @@ def test_writers_of_one_file_at_once_all_succeed_and_one_whole_version_remains(
     writers = 8
     versions = [f"{i}".encode() * 200_000 for i in range(writers)]  # large: writes overlap
     ready = threading.Barrier(writers)
-    errors: list[BaseException] = []
 
     def write(i: int) -> None:
-        try:
-            ready.wait(timeout=30)
-            write_whole(path, versions[i])
-        except BaseException as err:
-            errors.append(err)
+        ready.wait(timeout=30)
+        write_whole(path, versions[i])
 
-    threads = [threading.Thread(target=write, args=(i,)) for i in range(writers)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert errors == []
+    assert in_threads(writers, write) == []
     assert path.read_bytes() in versions
     assert [p.name for p in path.parent.iterdir()] == ["smoke.json"]
 
