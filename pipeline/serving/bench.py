@@ -139,7 +139,8 @@ def _rates(
 ) -> dict[str, Any]:
     """Generated tokens/s one at a time and `concurrency` at a time. Every prompt is sent
     once: the first warms the server, the next `concurrency` go one at a time, the rest
-    `concurrency` at a time (no request is served from an earlier one's cache)."""
+    `concurrency` at a time (no prompt is sent twice, so none is served whole from the
+    prefix cache)."""
     warm, single, many = batch[0], batch[1 : 1 + concurrency], batch[1 + concurrency :]
 
     async def go() -> dict[str, Any]:
