@@ -18,11 +18,6 @@ from pathlib import Path
 TEMPORARY_GLOB = ".*.tmp"  # what a writer killed mid-write may leave
 
 
-def temporary_beside(path: Path) -> Path:
-    """A path beside `path` that no other writer (process or thread) will choose."""
-    return path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
-
-
 @contextlib.contextmanager
 def replacing(path: Path, *, durable: bool = False) -> Iterator[Path]:
     """The block writes the yielded temporary path; when it ends without error that file
@@ -31,7 +26,7 @@ def replacing(path: Path, *, durable: bool = False) -> Iterator[Path]:
     The temporary file does not exist yet, so the writer creates it with the usual
     permissions (pyarrow, `write_text` and `open` all may)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temporary_beside(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")  # ours alone
     try:
         yield tmp
         if durable:

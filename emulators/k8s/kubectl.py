@@ -34,6 +34,7 @@ from emulators.jail import Jail
 from emulators.k8s import flags
 from emulators.k8s.flags import Refused
 from pipeline.errors import EnvironmentFailure
+from pipeline.files import replacing
 
 __all__ = ["Command", "Kubectl", "Refused", "Result", "check", "parse"]
 
@@ -179,10 +180,9 @@ def staged(binary: str) -> str:
         STAGE_DIR.mkdir(parents=True, exist_ok=True)
         for folder in (STAGE_DIR, STAGE_DIR.parent):  # ours; the system's are 0755 already
             folder.chmod(0o755)
-        partial = target.with_name(f".{target.name}.{os.getpid()}")
-        shutil.copyfile(binary, partial)
-        partial.chmod(0o755)
-        os.replace(partial, target)
+        with replacing(target) as partial:
+            shutil.copyfile(binary, partial)
+            partial.chmod(0o755)
     return str(target)
 
 

@@ -29,6 +29,7 @@ from pipeline.cluster import daemons
 from pipeline.cluster.layout import DEFAULT_STATE_DIR, Layout, Ports, Spec, write_files
 from pipeline.config import ROOT
 from pipeline.errors import EnvironmentFailure
+from pipeline.files import write_whole
 from pipeline.procs import alive, command_line, free_port
 
 START_TIMEOUT_S = 300.0
@@ -85,9 +86,7 @@ def serve(layout: Layout, spec: Spec, owner_fd: int | None = None) -> int:
             "daemons": {name: proc.pid for name, proc in running.items()},
             "start_s": round(time.monotonic() - started, 2),
         }
-        tmp = layout.ready.with_suffix(".tmp")
-        tmp.write_text(json.dumps(ready, indent=1) + "\n")
-        tmp.rename(layout.ready)
+        write_whole(layout.ready, json.dumps(ready, indent=1) + "\n")
         print(f"ready in {ready['start_s']} s: {', '.join(running)}", flush=True)
         _wait_for_stop(owner_fd)
     except _Stop as why:
