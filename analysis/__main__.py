@@ -17,8 +17,8 @@ import duckdb
 
 from analysis.questions import ask, names, question
 from analysis.summary import render, summary
-from analysis.views import RESULT_TABLES, connect, tables
 from pipeline.errors import NetGaugeError
+from pipeline.views import RESULT_TABLES, connect, tables
 
 
 def main(argv: Sequence[str] | None = None) -> int:

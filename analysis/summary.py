@@ -14,9 +14,9 @@ import pandas as pd
 import pyarrow as pa
 
 from analysis.stats import cell_metrics, intervals
-from analysis.views import connect
 from pipeline.cells import Cell, Layout, data_root
 from pipeline.files import replacing
+from pipeline.views import connect
 
 __all__ = ["intervals", "render", "summarize_plan", "summary"]
 

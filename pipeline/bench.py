@@ -232,13 +232,13 @@ def bench_validity(data: Path) -> dict[str, Any]:
     oracle and the null agent with the checks on and off, seconds per episode and the ratio
     (generators/lab/bench_checks.py). Hours for the lab apps at N = 1,000 (each query is
     validated on a live lab): run it on its own, `--only validity`."""
-    from analysis.views import connect
     from generators.lab import bench_checks
     from pipeline.build import layout, make_app
     from pipeline.cells import cell_from_config
     from pipeline.config import compose
     from pipeline.generate import read_queries
     from pipeline.run import run_cell
+    from pipeline.views import connect
 
     wanted = int(os.environ.get("NETGAUGE_BENCH_QUERIES", "1000"))
     timed = int(os.environ.get("NETGAUGE_BENCH_TIMED", "10"))

@@ -100,7 +100,7 @@ FROM calls k {CELLS} WHERE k.purpose = 'act' GROUP BY ALL ORDER BY ALL
 
 def figures(data: Path) -> dict[str, Any]:
     """The figures of the results under `data` (see the module docstring)."""
-    from analysis.views import connect
+    from pipeline.views import connect
 
     con = connect(data)
     rows = con.execute(

@@ -50,7 +50,7 @@ def weights(cfg: Any) -> dict[str, Any] | None:
     focus = cfg.get("focus")
     if focus is None or focus.get("results") is None:
         return None
-    from analysis.views import connect
+    from pipeline.views import connect
 
     results = Path(str(focus.results))
     if not (results / "results").is_dir():

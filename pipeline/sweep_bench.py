@@ -80,7 +80,7 @@ def cpu_busy_s() -> float:
 
 def llm_breakdown(data: Path) -> dict[str, Any]:
     """Prefill, decode, sandbox and the rest of the LLM cells' time, from the results."""
-    from analysis.views import connect
+    from pipeline.views import connect
 
     con = connect(data)
     calls = con.execute(
@@ -107,7 +107,7 @@ def llm_breakdown(data: Path) -> dict[str, Any]:
 def reference_verdicts(data: Path) -> dict[str, Any]:
     """The reference agents' verdicts, to show a faster sweep judged the same: per agent
     the episodes and the correct-and-safe ones, and episodes ending in env_error."""
-    from analysis.views import connect
+    from pipeline.views import connect
 
     con = connect(data)
     out: dict[str, Any] = {}

@@ -52,7 +52,7 @@ def _shards(data: Path, rows: int | None = None) -> dict[str, list[dict]]:
 
 
 def _verdicts(data: Path, queries: int) -> dict[tuple[str, str], tuple]:
-    from analysis.views import connect
+    from pipeline.views import connect
 
     rows = (
         connect(data)

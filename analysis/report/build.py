@@ -17,10 +17,10 @@ from tqdm import tqdm
 from analysis.report import figures
 from analysis.report.data import ReportData, collect
 from analysis.report.page import render
-from analysis.views import connect
 from pipeline.cells import data_root
 from pipeline.files import write_whole
 from pipeline.records import code_version
+from pipeline.views import connect
 
 log = logging.getLogger(__name__)
 
