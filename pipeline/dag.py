@@ -25,6 +25,7 @@ from pipeline.plan import Plan, load_plan
 from pipeline.records import shard_rows
 
 STAGE_CMD = f"{shlex.quote(sys.executable)} -m pipeline.stages"
+ANALYSIS_CMD = f"{shlex.quote(sys.executable)} -m analysis"  # summarize and report
 _NAME = r"[a-z0-9][a-z0-9_.-]*"
 WILDCARDS = {
     "app": _NAME,

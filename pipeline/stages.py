@@ -2,7 +2,8 @@
 
 Snakemake rules are shims over these commands; each one composes the cell's config
 with Hydra's compose API and calls one typed function, so every stage also runs (and
-is tested) without Snakemake.
+is tested) without Snakemake. The last two stages, summarize and report, read results
+only: they are analysis's own commands (`python -m analysis summarize|report`).
 """
 
 from __future__ import annotations
@@ -99,19 +100,6 @@ def cmd_score(args: argparse.Namespace) -> None:
         print(path)
 
 
-def cmd_summarize(args: argparse.Namespace) -> None:
-    from analysis.summary import summarize_plan
-
-    text = summarize_plan(args.data_dir, args.grid)
-    print(text)
-
-
-def cmd_report(args: argparse.Namespace) -> None:
-    from analysis.report import build_report
-
-    print(build_report(args.data_dir, args.grid))
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m pipeline.stages",
@@ -129,8 +117,6 @@ def build_parser() -> argparse.ArgumentParser:
             None,
         ),
         "score": ("score a cell's transcripts into episodes and steps", cmd_score, True),
-        "summarize": ("per-cell summary with 95 %% intervals", cmd_summarize, None),
-        "report": ("the static report page: data/report/index.html", cmd_report, None),
     }
     for name, (help_text, func, with_agent) in stages.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
