@@ -30,8 +30,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipeline.config import ROOT
 from pipeline.errors import DataError
 from pipeline.files import replacing
+from pipeline.records import SCHEMA_VERSIONS, SCHEMAS
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +41,12 @@ LAYOUT = 2
 MARKER = "layout.json"
 LEGACY = "layout1"
 _OLD_CELL = ("app", "model", "agent", "level", "seed")
+
+
+def data_root(data_dir: str | Path) -> Path:
+    """The data directory: `data_dir`, relative to the project root unless absolute."""
+    path = Path(data_dir)
+    return path if path.is_absolute() else ROOT / path
 
 
 def marker(root: Path) -> Path:
@@ -114,8 +122,6 @@ def _old_cell_shards(folder: Path) -> list[Path]:
 
 def migrate(root: Path) -> int:
     """Rewrite layout-1 shards of `root` into layout 2; return how many were moved."""
-    from pipeline.records import SCHEMA_VERSIONS, SCHEMAS
-
     shards = old_shards(root)
     written: list[Path] = []
     counts = _cell_counts(root)

@@ -18,6 +18,10 @@ from pipeline.build import cell_config
 from pipeline.cells import NO_MODEL, cell_from_config, parse_cell
 from pipeline.config import variant_overrides
 from pipeline.errors import ConfigError, NetGaugeError
+from pipeline.generate import generate
+from pipeline.plan import load_plan
+from pipeline.runner import run, run_model
+from pipeline.scoring import score
 
 
 def _cell_args(parser: argparse.ArgumentParser, *, with_agent: bool) -> None:
@@ -61,8 +65,6 @@ def _config(args: argparse.Namespace):
 
 
 def cmd_plan(args: argparse.Namespace) -> None:
-    from pipeline.plan import load_plan
-
     try:
         axes = json.loads(args.axes)
     except json.JSONDecodeError as err:
@@ -75,27 +77,19 @@ def cmd_plan(args: argparse.Namespace) -> None:
 
 
 def cmd_generate(args: argparse.Namespace) -> None:
-    from pipeline.generate import generate
-
     print(generate(_config(args)))
 
 
 def cmd_run(args: argparse.Namespace) -> None:
-    from pipeline.runner import run
-
     print(run(_config(args)))
 
 
 def cmd_run_model(args: argparse.Namespace) -> None:
-    from pipeline.runner import run_model
-
     for path in run_model(args.grid, args.model, args.data_dir):
         print(path)
 
 
 def cmd_score(args: argparse.Namespace) -> None:
-    from pipeline.scoring import score
-
     for path in score(_config(args)):
         print(path)
 

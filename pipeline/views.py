@@ -20,7 +20,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from pipeline.cells import data_root
+from pipeline.datadir import data_root, ensure_layout
 from pipeline.records import SCHEMAS
 
 RESULT_TABLES = ("queries", "episodes", "steps")
@@ -34,8 +34,6 @@ def _shard_glob(folder: Path) -> str:
 
 def connect(data_dir: str | Path = "data") -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with one view per results table."""
-    from pipeline.datadir import ensure_layout
-
     ensure_layout(data_root(data_dir))
     root = data_root(data_dir) / "results"
     con = duckdb.connect()

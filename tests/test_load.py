@@ -31,7 +31,7 @@ from pipeline.config import compose
 from tests.conftest import require
 
 pytestmark = pytest.mark.integration
-APPS = ("malt", "k8s", "routing", "netllmbench")  # conf/grid/smoke.yaml
+APPS = tuple(compose(["grid=smoke"]).grid.apps)  # the smoke grid's, whatever apps it names
 LEVELS = (1, 2, 3)
 AGENTS = ("oracle", "null")
 QUERIES = 1
