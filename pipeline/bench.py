@@ -36,6 +36,7 @@ from pipeline import decoding_bench, sweep_bench
 from pipeline.build import make_app
 from pipeline.cells import data_root
 from pipeline.config import ROOT, compose
+from pipeline.errors import RegistryError
 from pipeline.records import code_version
 from pipeline.registry import BENCHES, BenchSpec
 from pipeline.run import run_cell
@@ -175,7 +176,9 @@ def benchmarks() -> dict[str, BenchSpec]:
     found = {spec.name: spec for spec in OWN}
     for name in BENCHES.names():
         if name in found:
-            raise ValueError(f"benchmark '{name}' is declared twice")
+            raise RegistryError(
+                f"benchmark '{name}' is declared twice: by the pipeline and by a package"
+            )
         found[name] = BENCHES.get(name)
     return dict(sorted(found.items()))
 

@@ -27,8 +27,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from pipeline.config import check_choice
-from pipeline.datadir import data_root
+from pipeline.config import check_choice, data_root
 from pipeline.variants import BASE, variant_of
 
 __all__ = [

@@ -116,6 +116,12 @@ class NetGaugeConfig:
     shared_data_dir: str = "../shared/data"
 
 
+def data_root(data_dir: str | Path) -> Path:
+    """The data directory: `data_dir`, relative to the project root unless absolute."""
+    path = Path(data_dir)
+    return path if path.is_absolute() else ROOT / path
+
+
 def choices(group: str) -> list[str]:
     """The config files available in `conf/<group>/` (and the app path's conf dirs), by stem."""
     return sorted({p.stem for root in conf_dirs() for p in (root / group).glob("*.yaml")})

@@ -30,7 +30,6 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.config import ROOT
 from pipeline.errors import DataError
 from pipeline.files import replacing
 from pipeline.records import SCHEMA_VERSIONS, SCHEMAS
@@ -41,12 +40,6 @@ LAYOUT = 2
 MARKER = "layout.json"
 LEGACY = "layout1"
 _OLD_CELL = ("app", "model", "agent", "level", "seed")
-
-
-def data_root(data_dir: str | Path) -> Path:
-    """The data directory: `data_dir`, relative to the project root unless absolute."""
-    path = Path(data_dir)
-    return path if path.is_absolute() else ROOT / path
 
 
 def marker(root: Path) -> Path:

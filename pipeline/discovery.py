@@ -19,6 +19,7 @@ unknown name can say which packages could have declared it.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.metadata
 import importlib.util
@@ -67,16 +68,21 @@ def conf_dirs() -> list[Path]:
     """Config roots: conf/, then `<dir>/conf` for each $NETGAUGE_APP_PATH entry and each
     entry-point package that has one."""
     extra = [d / "conf" for d in app_dirs()[1:]]
-    for group in (APP_GROUP, AGENT_GROUP):
-        extra += [folder / "conf" for folder in _entry_point_folders(group)]
+    extra += [folder / "conf" for folder in _entry_point_folders()]
     return [ROOT / "conf", *dict.fromkeys(d for d in extra if d.is_dir())]
 
 
-def room_packages(rooms: tuple[str, ...] = ROOMS) -> Iterator[tuple[str, Path]]:
-    """(module name, folder) of each room and each package folder in it."""
+def room_packages(
+    rooms: tuple[str, ...] = ROOMS, naming: str | None = None
+) -> Iterator[tuple[str, Path]]:
+    """(module name, folder) of each room and each package folder in it; with `naming`,
+    only those whose `__init__.py` has that word (the project's own packages are imported
+    only when they can declare what is looked for: every process looks up agents, and
+    importing, say, pipeline/gym/ for that would cost it Gymnasium's import)."""
     for room in rooms:
-        yield room, ROOT / room
-        yield from _subpackages(ROOT / room, prefix=f"{room}.")
+        for module_name, folder in [(room, ROOT / room), *_subpackages(ROOT / room, f"{room}.")]:
+            if naming is None or naming in (folder / "__init__.py").read_text():
+                yield module_name, folder
 
 
 def path_packages() -> Iterator[tuple[str, Path]]:
@@ -137,12 +143,18 @@ def entry_points(group: str, cls: type, found: Found | None = None) -> Found:
     return found
 
 
-def _entry_point_folders(group: str) -> Iterator[Path]:
-    """The folder of each entry point's top-level package, found without importing it."""
-    for point in importlib.metadata.entry_points(group=group):
-        spec = importlib.util.find_spec(point.module.split(".")[0])
-        if spec is not None and spec.submodule_search_locations:
-            yield Path(next(iter(spec.submodule_search_locations)))
+@functools.cache
+def _entry_point_folders() -> tuple[Path, ...]:
+    """The folder of each app or agent entry point's top-level package, found without
+    importing it (once per process: reading every distribution's metadata takes ms, and
+    every config composed asks)."""
+    folders = []
+    for group in (APP_GROUP, AGENT_GROUP):
+        for point in importlib.metadata.entry_points(group=group):
+            spec = importlib.util.find_spec(point.module.split(".")[0])
+            if spec is not None and spec.submodule_search_locations:
+                folders.append(Path(next(iter(spec.submodule_search_locations))))
+    return tuple(folders)
 
 
 def _import(module_name: str, folder: Path) -> ModuleType | str:
@@ -170,3 +182,4 @@ def _warn(where: str, why: str) -> None:
 def forget() -> None:
     """Try the packages again on the next look (after $NETGAUGE_APP_PATH changed)."""
     _MODULES.clear()
+    _entry_point_folders.cache_clear()

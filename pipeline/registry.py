@@ -232,14 +232,15 @@ def _entries(found: discovery.Found, key: Callable[[Any], str]) -> Iterator[tupl
 
 
 def _find_apps() -> Iterator[tuple[Any, Any, str]]:
-    found = discovery.declared("APP", AppSpec, discovery.room_packages(("generators",)))
+    rooms = discovery.room_packages(("generators",), naming="APP")
+    found = discovery.declared("APP", AppSpec, rooms)
     discovery.declared("APP", AppSpec, discovery.path_packages(), found)
     discovery.entry_points(discovery.APP_GROUP, AppSpec, found)
     return _entries(found, lambda spec: spec.kind)
 
 
 def _find_agents() -> Iterator[tuple[Any, Any, str]]:
-    rooms = discovery.room_packages(("pipeline", "generators"))
+    rooms = discovery.room_packages(("pipeline", "generators"), naming="AGENTS")
     found = discovery.declared("AGENTS", AgentSpec, rooms)
     discovery.declared("AGENTS", AgentSpec, discovery.path_packages(), found)
     discovery.entry_points(discovery.AGENT_GROUP, AgentSpec, found)
@@ -247,13 +248,14 @@ def _find_agents() -> Iterator[tuple[Any, Any, str]]:
 
 
 def _find_backends() -> Iterator[tuple[Any, Any, str]]:
-    found = discovery.declared("BACKEND", BackendSpec, discovery.room_packages(("emulators",)))
+    rooms = discovery.room_packages(("emulators",), naming="BACKEND")
+    found = discovery.declared("BACKEND", BackendSpec, rooms)
     return _entries(found, lambda spec: spec.name)
 
 
 def _find_benches() -> Iterator[tuple[Any, Any, str]]:
     """Every package's `BENCHES`, and each app's (its AppSpec's `benches`)."""
-    found = discovery.declared("BENCHES", BenchSpec, discovery.room_packages())
+    found = discovery.declared("BENCHES", BenchSpec, discovery.room_packages(naming="BENCHES"))
     discovery.declared("BENCHES", BenchSpec, discovery.path_packages(), found)
     yield from _entries(found, lambda spec: spec.name)
     for kind in APPS.names():
