@@ -23,7 +23,7 @@ import pytest
 from pipeline.config import ROOT
 from pipeline.registry import APP_PATH_ENV, APPS
 from tests.conftest import SLOTS, SNAKEMAKE
-from tests.test_app_plugin import TOY_APP, TOY_CONFIG, TOY_GRID
+from tests.test_app_plugin import TOY_APP, TOY_CONFIG, TOY_GRID, TOY_INIT
 
 PYPROJECT = """\
 [build-system]
@@ -130,19 +130,33 @@ def test_the_installed_app_is_a_gymnasium_environment(installed: Path, tmp_path:
 
 
 @pytest.mark.integration
-def test_the_installed_app_runs_through_the_dag(installed: Path, tmp_path: Path) -> None:
+def test_both_ways_of_adding_an_app_run_through_the_dag(installed: Path, tmp_path: Path) -> None:
+    """One sweep (summary and report included) of the installed toy app and of
+    test_app_plugin.py's toy app on $NETGAUGE_APP_PATH, by a grid of that folder's."""
+    plugins = tmp_path / "plugins"
+    (plugins / "toy").mkdir(parents=True)
+    (plugins / "toy" / "__init__.py").write_text(TOY_INIT)
+    (plugins / "toy" / "app.py").write_text(TOY_APP)
+    (plugins / "conf" / "app").mkdir(parents=True)
+    (plugins / "conf" / "app" / "toy.yaml").write_text(TOY_CONFIG)
+    (plugins / "conf" / "grid").mkdir(parents=True)
+    grid = TOY_GRID.replace("toygrid", "toys").replace("[toy]", "[toy, toyep]")
+    (plugins / "conf" / "grid" / "toys.yaml").write_text(grid)
     data = tmp_path / "data"
     done = subprocess.run(
-        [SNAKEMAKE, "--cores", SLOTS, "sweep", "--config", "grid=toyepgrid", f"data_dir={data}"],
-        cwd=ROOT, env=_env(installed), capture_output=True, text=True, timeout=600,
+        [SNAKEMAKE, "--cores", SLOTS, "sweep", "--config", "grid=toys", f"data_dir={data}"],
+        cwd=ROOT, env=_env(installed, app_path=str(plugins)), capture_output=True, text=True,
+        timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-4000:]
-    for level in (1, 2):
-        for agent, correct in (("oracle", 4), ("null", 0)):
-            cell = f"app=toyep/model=none/agent={agent}/level={level}/seed=0/queries=4/variant=base"
-            episodes = pq.read_table(data / "results" / "episodes" / cell / "part-0.parquet")
-            assert sum(episodes.to_pydict()["correct"]) == correct
-    assert (data / "summaries" / "toyepgrid.md").is_file()
+    for app in ("toy", "toyep"):
+        for level in (1, 2):
+            for agent, correct in (("oracle", 4), ("null", 0)):
+                cell = f"app={app}/model=none/agent={agent}/level={level}/seed=0/queries=4"
+                path = data / "results" / "episodes" / cell / "variant=base" / "part-0.parquet"
+                assert sum(pq.read_table(path).to_pydict()["correct"]) == correct, cell
+    assert (data / "summaries" / "toys.md").is_file()
+    assert (data / "report" / "index.html").is_file()
 
 
 def test_a_broken_package_on_the_app_path_leaves_the_other_apps_working(tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
 """An app declares itself: a toy app made of one folder and one config file, outside the
-project, runs a cell through `pipeline.run` and through the Snakemake DAG.
+project, runs a cell through `pipeline.run` (and through the Snakemake DAG, beside the
+installed toy app, in test_app_entry_point.py: one sweep for both ways of adding an app).
 
 The folder is found through $NETGAUGE_APP_PATH; nothing in the project is edited. The
 grid the DAG sweeps is the experiment's choice, not part of the app, so the test writes
@@ -19,7 +20,6 @@ import pytest
 from pipeline import registry
 from pipeline.config import ROOT, choices, compose
 from pipeline.errors import RegistryError
-from tests.conftest import SLOTS, SNAKEMAKE
 
 TOY_INIT = '''
 """Toy: say the number the query names."""
@@ -199,24 +199,6 @@ def test_the_toy_app_runs_through_pipeline_run(toy_path: Path, tmp_path: Path) -
         data / "results/queries/app=toy/app_variant=base/level=2/seed=0/part-0.parquet"
     ).to_pydict()
     assert queries["query_id"] == [f"toy-L2-s0-{i:05d}" for i in range(5)]
-
-
-@pytest.mark.integration
-def test_the_toy_app_runs_through_the_dag(toy_path: Path, tmp_path: Path) -> None:
-    data = tmp_path / "data"
-    done = subprocess.run(
-        [SNAKEMAKE, "--cores", SLOTS, "sweep", "--config", "grid=toygrid", f"data_dir={data}"],
-        cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-4000:]
-    for level in (1, 2):
-        for agent, rate in (("oracle", "100.0"), ("null", "0.0")):
-            cell = f"app=toy/model=none/agent={agent}/level={level}/seed=0/queries=4/variant=base"
-            path = data / "results" / "episodes" / cell
-            episodes = pq.read_table(path / "part-0.parquet").to_pydict()
-            assert len(episodes["correct"]) == 4
-            assert 100.0 * sum(episodes["correct"]) / 4 == float(rate)
-    assert (data / "summaries" / "toygrid.md").is_file()
 
 
 def test_two_packages_declaring_one_kind_are_an_error(toy_path: Path, tmp_path: Path) -> None:
