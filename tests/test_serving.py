@@ -490,8 +490,8 @@ def test_a_server_first_asked_for_on_a_short_lived_thread_lives_as_long_as_the_p
 ) -> None:
     """run_model's cells and the repair chain's master model ask for a backend from
     threads that end before the pool does; the server must not die with them."""
+    from pipeline.llm import models
     from pipeline.llm.models import ModelPool
-    from pipeline.serving import server
 
     started: list[_DiesWithItsStarter] = []
 
@@ -500,7 +500,7 @@ def test_a_server_first_asked_for_on_a_short_lived_thread_lives_as_long_as_the_p
         started.append(endpoint)
         return endpoint
 
-    monkeypatch.setattr(server, "open_endpoint", fake_open)
+    monkeypatch.setattr(models, "open_endpoint", fake_open)
     cfg = model_config({"endpoint": "external", "base_url": "http://127.0.0.1:9/v1"})
     with ModelPool("data") as pool:
         asker = threading.Thread(target=pool.backend, args=(cfg,))

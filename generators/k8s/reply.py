@@ -16,8 +16,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.core import Action
-from pipeline.untrusted import fenced_blocks as _fences
+from pipeline.api import Action
+from pipeline.api import fenced_blocks as _fences
 
 EXAMPLE = '{"command": "kubectl get networkpolicies"}'
 MAX_REPLY_CHARS = 640 << 10  # a command, its stdin and files (emulators.k8s.kubectl limits)

@@ -25,7 +25,7 @@ from typing import Any, Protocol, Self
 from emulators.base import EMULATORS, Emulator, Lab
 from emulators.netcmd.sandbox import CommandSandbox
 from emulators.probe import PROTOCOLS
-from pipeline.errors import ConfigError, EnvironmentFailure
+from pipeline.api import ConfigError, EnvironmentFailure
 
 log = logging.getLogger(__name__)
 

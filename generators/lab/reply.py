@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from generators.lab.diagnostics import SHOW
-from pipeline.core import Action
+from pipeline.api import Action
 
 INSTRUCTIONS = (
     'exactly one JSON object per turn: {"machine": "<a machine name>", "command": "<one command>"}'

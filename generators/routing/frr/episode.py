@@ -28,8 +28,7 @@ from generators.routing.faults import Fault
 from generators.routing.frr.generator import FrrPool
 from generators.routing.frr.lab import FrrLab
 from generators.routing.frr.topology import FrrTopology
-from pipeline.core import Query
-from pipeline.errors import EnvironmentFailure
+from pipeline.api import EnvironmentFailure, Query
 
 
 def build_prompt(topo: FrrTopology, max_turns: int, protocols: tuple[str, ...]) -> str:

@@ -22,11 +22,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from emulators.netcmd.sandbox import Status
-from generators.routing.faults import Fault
+from generators.routing.faults import Fault, InjectionFailed
 from generators.routing.frr.faults import DRAW, draw_types
 from generators.routing.frr.lab import FrrLab
 from generators.routing.frr.topology import FrrTopology
-from pipeline.errors import EnvironmentFailure
+from pipeline.api import EnvironmentFailure
 
 FRR_LEVELS = (4, 5)
 SIZES = {"small": (3, 4), "medium": (4, 5), "large": (5, 6)}  # routers at L4, L5
@@ -140,8 +140,6 @@ def validate(
     """(the oracle's commands, faults in fixing order) if the draw is valid, else why not.
     One reset per order tried; between the single-fault checks a fault is undone by its
     own fix (a fix that does not bring the network back rejects the draw)."""
-    from generators.routing.environment import InjectionFailed
-
     try:
         lab = pool.get(topo)
         if len(faults) > 1:
