@@ -82,13 +82,17 @@ def wait_readable(node: Any, timeout_s: float = READ_TIMEOUT_S) -> None:
             )
 
 
-def terminate(node: Any) -> None:
+def terminate(node: Any, timeout_s: float = 5.0) -> None:
     """Kill a node's shell and everything in its session (SIGKILL: Mininet's SIGHUP can be
-    ignored), then let Mininet close its pty and reap it. The shell is our unreaped child
-    while `poll()` says it runs, so its pid (and its session's id) is its own."""
+    ignored), reap it within `timeout_s`, then let Mininet close its pty (without its own
+    unbounded wait). The shell is our unreaped child while `poll()` says it runs, so its
+    pid (and its session's id) is its own."""
     if node.shell is not None and node.shell.poll() is None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(node.shell.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            node.shell.wait(timeout=timeout_s)
+    node.waitExited = False
     try:
         node.terminate()
     except OSError as err:  # a pty already closed
@@ -126,8 +130,10 @@ def load_mininet() -> dict[str, Any]:
             super().startShell(mnopts)
 
         def read(self, size: int = 1024) -> str:
-            if not self.readbuf:  # else Mininet reads from its buffer, or os.read blocks
-                wait_readable(self)
+            if self.readbuf:  # what is buffered, without a read that could block on the pty
+                result, self.readbuf = self.readbuf[:size], self.readbuf[size:]
+                return result
+            wait_readable(self)
             return super().read(size)
 
         def waitReadable(self, timeoutms: Any = None) -> Any:

@@ -105,9 +105,16 @@ class FrrPool:
             self._live[topo.name].used = True
 
     def close(self) -> None:
+        """Close every live lab, each even when closing another raised (as LabPool.close)."""
+        errors = []
         while self._live:
             _, lab = self._live.popitem()
-            lab.close()
+            try:
+                lab.close()
+            except Exception as err:  # raised below, after the others
+                errors.append(err)
+        if errors:
+            raise errors[0]
 
     def __enter__(self) -> FrrPool:
         return self
