@@ -124,6 +124,7 @@ def test_a_byte_stored_in_the_kernel_breaks_no_read_and_the_lab_is_reused_then_g
 def test_a_node_shell_killed_during_a_step_is_an_env_error_within_a_deadline(tmp_path):
     require_emulator("mininet")
     env = NetGaugeEnv(app="routing", levels=1, queries=1, data_dir=str(tmp_path))
+    env._generated[1] = [_query(RoutingTopology(2, 1))]  # no draw to validate: the test's own
     prefixes = []
     try:
         env.reset(seed=0)

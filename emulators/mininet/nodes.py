@@ -8,12 +8,14 @@ script is one line of shell; a longer one goes through a file (a tty line holds 
 Agents' commands never reach these shells (see process.py).
 
 Every read from a node shell has a deadline and notices the shell's death: Mininet's own
-`Node.cmd` (used while a lab is built and started) waits for output without either, and
-the pty it reads never reports a dead shell (Mininet keeps the other end open), so a shell
-killed under it hung the run for good (issue 26). Our nodes (`Bounded`) wait in slices of
-LIVENESS_S, checking their shell, for at most READ_TIMEOUT_S, and decode what they read
-with replacement: a byte an agent stored in the kernel (an iptables comment, an interface
-alias) that is not UTF-8 is shown as U+FFFD, never raised as a UnicodeDecodeError.
+`Node.cmd` (used while a lab is built and started) has neither (its poll also waits for
+POLLOUT, always ready, so it blocks in the read itself), and a dead shell's pty never
+reads as end of file (Mininet keeps the other end open), so a shell killed under it hung
+the run for good (issue 26). Our nodes (`Bounded`) wait for POLLIN in slices of
+LIVENESS_S, checking their shell, for at most READ_TIMEOUT_S (a hung-up pty is a dead
+shell), and decode what they read with replacement: a byte stored in the kernel (an
+iptables comment, an interface alias) that is not UTF-8 is shown as U+FFFD, never raised
+as a UnicodeDecodeError.
 """
 
 from __future__ import annotations
