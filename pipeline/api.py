@@ -16,7 +16,8 @@ What an app is made of:
 - its errors, from the one hierarchy: `ConfigError` (a bad setting, before any work),
   `QueryGenerationError`, `EnvironmentFailure` (not the agent's fault), `DataError`;
 - helpers: `canonical_json`, `outcome_for_status`, `fenced_blocks` (code blocks of an
-  untrusted reply), `write_whole` and `replacing` (atomic files);
+  untrusted reply), `JSON` (the decoder for untrusted JSON: any number of digits),
+  `write_whole` and `replacing` (atomic files);
 - for its benchmarks, which drive the pipeline as a user does: `load_app` (an app as a
   cell makes it), `play_oracle`, `smollm2_tokens`, `SHARED_DATA`.
 """
@@ -62,7 +63,7 @@ from pipeline.querygen import (
 )
 from pipeline.registry import AgentSpec, AppSpec, BenchSpec
 from pipeline.serving.models import smollm2_tokens
-from pipeline.untrusted import fenced_blocks
+from pipeline.untrusted import JSON, fenced_blocks
 from pipeline.variants import operational
 
 # Public reference data (Google's MALT example, Online Boutique), as conf/config.yaml's
@@ -77,6 +78,7 @@ def load_app(*overrides: str) -> App:
 
 
 __all__ = [
+    "JSON",
     "SEED_SLOTS",
     "SHARED_DATA",
     "Action",

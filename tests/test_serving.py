@@ -351,6 +351,9 @@ def test_odd_shapes_in_a_stream_are_ignored_not_crashes() -> None:
         {"usage": {"prompt_tokens": "9", "completion_tokens": 2}},
     ]
     body = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
+    huge = b"7" * 4301  # past Python's int() limit: still JSON, and no count (issue 26)
+    usage = b'{"choices": [], "usage": {"completion_tokens": 2, "prompt_tokens": ' + huge + b"}}"
+    body += b"data: " + usage + b"\n\n"
     result = _ask(type("H", (_Hostile,), {"body": body + b"data: [DONE]\n\n"}))
     assert result.text == "ok \ud800"
     assert (result.prompt_tokens, result.completion_tokens) == (0, 2)
