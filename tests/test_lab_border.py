@@ -15,19 +15,19 @@ import time
 from pathlib import Path
 
 import pytest
-from analysis.views import connect
 
 from emulators.mininet import instances
 from generators.routing.config import RoutingConfig
 from generators.routing.environment import RoutingEnvironment
 from generators.routing.topology import RoutingTopology
-from pipeline.agents import NullAgent
 from pipeline.cells import Cell
 from pipeline.config import compose
 from pipeline.errors import EnvironmentFailure
 from pipeline.gym.env import NetGaugeEnv
+from pipeline.reference.agents import NullAgent
 from pipeline.run import run_cell
 from pipeline.runner import play
+from pipeline.views import connect
 from tests.chat_endpoint import chat_endpoint
 from tests.conftest import require_emulator
 from tests.test_routing_netcmd import _query
