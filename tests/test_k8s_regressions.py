@@ -444,3 +444,102 @@ def test_a_bug_met_by_one_request_fails_that_step_not_the_cell(world, monkeypatc
     assert step.status is StepStatus.EXEC_ERROR, step.output
     assert "ZeroDivisionError" in step.evidence["server_errors"][0]
     assert len(bugs) == 1 and after.status is StepStatus.OK
+
+
+def _ip_block_list(count: int) -> str:
+    """A `kind: List` of `count` policies on adservice, each allowing one /32."""
+    items = [
+        {
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "NetworkPolicy",
+            "metadata": {"name": f"bulk-{i}", "namespace": "default"},
+            "spec": {
+                "podSelector": {"matchLabels": {"app": "adservice"}},
+                "ingress": [{"from": [{"ipBlock": {"cidr": f"10.99.{i // 256}.{i % 256}/32"}}]}],
+            },
+        }
+        for i in range(count)
+    ]
+    return yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items})
+
+
+def test_a_list_of_500_policies_applies_with_one_compilation(world, monkeypatch):
+    """Issue 26: every write recompiled the data plane (and the admission check compiled
+    every policy again), so `kubectl apply` of a List of 500 policies ran into the 10 s limit
+    every turn. Now the command's writes are checked one policy each and compiled once."""
+    from emulators.k8s import enforce
+    from emulators.k8s.dataplane import DataPlane
+    from emulators.k8s.kubectl import Command
+
+    _, _, other, _ = world
+    calls = {"apply": 0, "compile_all": 0}
+    for owner, name in ((DataPlane, "apply"), (enforce, "compile_all")):
+        real = getattr(owner, name)
+
+        def counted(*args, _real=real, _name=name, **kwargs):
+            calls[_name] += 1
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(owner, name, counted)
+    # The 500 lines of "created" are 20 kB: past the default output cap, which stops kubectl.
+    monkeypatch.setattr(other.client, "output_bytes", 1 << 20)
+    try:
+        result = other.kubectl(Command(["apply", "-f", "-"], stdin=_ip_block_list(500)))
+        assert result.status == "ok" and result.output.count(" created") == 500, result.output
+        assert result.seconds < other.timeout_s, result.seconds
+        assert calls["apply"] == 1 and calls["compile_all"] <= 2  # one command: one compilation
+        # (and one of the frame in the admission check, when the pods or Services changed)
+        pod = next(p for p in other.view().pods.values() if p.labels.get("app") == "adservice")
+        script = other._plane._scripts[pod.name]
+        assert script.count("-A NGK-INGRESS -j NGK-INGRESS-") >= 500  # every policy enforced
+    finally:
+        other.reset()
+
+
+def test_a_command_whose_writes_the_data_plane_refuses_is_undone_whole(world, monkeypatch):
+    from emulators.k8s.dataplane import DataPlane
+    from emulators.k8s.kubectl import Command
+    from pipeline.errors import EnvironmentFailure
+
+    _, _, other, _ = world
+    real, refused = DataPlane.apply, []
+
+    def refuse_once(self, view):
+        if not refused and any(p["metadata"]["name"] == "bulk-0" for p in view.policies):
+            refused.append(True)
+            raise EnvironmentFailure("iptables-restore refused the rules")
+        return real(self, view)
+
+    monkeypatch.setattr(DataPlane, "apply", refuse_once)
+    try:
+        result = other.kubectl(Command(["apply", "-f", "-"], stdin=_ip_block_list(3)))
+        assert result.status == "exec_error" and "were undone" in result.output
+        names = {p["metadata"]["name"] for p in other.view().policies}
+        assert not any(n.startswith("bulk-") for n in names) and refused
+    finally:
+        other.reset()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "kubectl label namespace kube-system kubernetes.io/metadata.name=default --overwrite",
+        "kubectl label namespace kube-system kubernetes.io/metadata.name-",
+        _patch_cmd("namespace kube-system", "merge",
+                   {"metadata": {"labels": {"kubernetes.io/metadata.name": None}}}),
+        _patch_cmd("namespace kube-system", "json",
+                   [{"op": "replace", "path": "/metadata/labels", "value": {"a": "b"}}]),
+    ],
+)  # fmt: skip
+def test_a_namespaces_name_label_is_forced_back_as_the_api_server_does(world, command):
+    """Issue 26: kube-system's `kubernetes.io/metadata.name` could be overwritten or removed
+    (and with it what a namespaceSelector on it matches); kube-apiserver sets it to the
+    namespace's name on every write, which succeeds."""
+    (step, shown), bugs = _steps(
+        world,
+        {"command": command},
+        {"command": "kubectl get namespace kube-system --show-labels"},
+    )
+    assert step.status is StepStatus.OK, step.output
+    assert "kubernetes.io/metadata.name=kube-system" in shown.output, shown.output
+    assert bugs == []
