@@ -58,15 +58,14 @@ _TC_OBJECTS = (
     '*) echo "@q $k $d $h"; tc class show dev "$d" parent "$h"; '
     'tc filter show dev "$d" parent "$h";; esac; done'
 )
+# One `ip` prints the links (`ip addr` leaves out their alias) and the addresses of both
+# families, one `ip` per family the routes of every table and the policy rules: each
+# command of a batch is one JSON list on a line of its own.
 _DUMP = [
-    "echo @@link",
-    "ip -j link show",
     "echo @@addr",
-    "ip -j addr show",
-    "echo @@route",
-    "ip -j -4 route show table all",
-    "echo @@rule",
-    "ip -j -4 rule show",
+    "ip -j -batch - <<< $'link show\\naddr show'",
+    "echo @@v4",
+    "ip -4 -j -batch - <<< $'route show table all\\nrule show'",
     "echo @@v6",
     "ip -6 -j -batch - <<< $'route show table all\\nrule show'",
     "echo @@neigh",
@@ -97,8 +96,7 @@ FLUSH_SCRIPT = (
     "ip -force -batch - <<< $'neigh flush all nud all\\nneigh flush nud noarp\\n"
     "route flush cache' 2>/dev/null"
 )
-SECTIONS = ("link", "addr", "route", "rule", "v6", "neigh", "qdisc", "tcobj", "iptables",
-            "sysctl")  # fmt: skip
+SECTIONS = ("addr", "v4", "v6", "neigh", "qdisc", "tcobj", "iptables", "sysctl")
 COMPARED = ("link", "addr", "addr6", "route", "route6", "rule", "rule6", "neigh", "qdisc",
             "tcobj", "iptables", "tables", "sysctl")  # fmt: skip
 # The per-family sections, by iproute2's family option.
@@ -153,20 +151,16 @@ def parse_dump(text: str, healthy: State | None = None) -> State:
     missing = [s for s in SECTIONS if s not in raw]
     if missing:
         raise ValueError(f"the state dump lacks the sections {missing}")
-    js = {
-        s: json.loads("\n".join(raw[s]).strip() or "[]")
-        for s in ("link", "addr", "route", "rule", "neigh", "qdisc")
-    }
-    v6 = [json.loads(line) for line in raw["v6"] if line.strip()]
-    if len(v6) != 2:
-        raise ValueError(f"the state dump's IPv6 section holds {len(v6)} lists, not 2")
+    js = {s: json.loads("\n".join(raw[s]).strip() or "[]") for s in ("neigh", "qdisc")}
+    links, addrs = _lists(raw["addr"], "link and address")
+    v4, v6 = _lists(raw["v4"], "IPv4"), _lists(raw["v6"], "IPv6")
     return {
-        "link": {i["ifname"]: _link(i) for i in js["link"]},
-        "addr": _addresses(js["addr"], "inet"),
-        "addr6": _addresses(js["addr"], "inet6"),
-        "route": sorted(canonical_json(_route(r)) for r in js["route"]),
+        "link": {i["ifname"]: _link(i) for i in links},
+        "addr": _addresses(addrs, "inet"),
+        "addr6": _addresses(addrs, "inet6"),
+        "route": sorted(canonical_json(_route(r)) for r in v4[0]),
         "route6": sorted(canonical_json(_route(r)) for r in v6[0]),
-        "rule": sorted(canonical_json(r) for r in js["rule"]),
+        "rule": sorted(canonical_json(r) for r in v4[1]),
         "rule6": sorted(canonical_json(r) for r in v6[1]),
         "neigh": sorted(
             canonical_json({"dst": n["dst"], "dev": n.get("dev")}) for n in js["neigh"]
@@ -185,6 +179,14 @@ def parse_dump(text: str, healthy: State | None = None) -> State:
         ),
         "sysctl_digest": digest,
     }
+
+
+def _lists(lines: list[str], what: str) -> list[list[dict[str, Any]]]:
+    """The two JSON lists an `ip -batch` of two commands printed."""
+    found = [json.loads(line) for line in lines if line.strip()]
+    if len(found) != 2:
+        raise ValueError(f"the state dump's {what} section holds {len(found)} lists, not 2")
+    return found
 
 
 def _addresses(links: list[dict[str, Any]], family: str) -> dict[str, list[str]]:

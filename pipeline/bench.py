@@ -4,6 +4,7 @@
     python -m pipeline.bench --only smoke    # one of them
     NETGAUGE_BENCH_QUERIES=200 python -m pipeline.bench --only validity   # not in `make bench`
     python -m pipeline.bench --only sweep    # the default grid from empty (~10 min; not in it)
+    python -m pipeline.bench --only bounds   # kernel memory a lab can be made to hold (~10 min)
 
 Each benchmark returns a flat dict of measurements (seconds unless named otherwise) and
 the target it is held to; the results land in <data>/bench/<name>.json with the machine
@@ -224,6 +225,15 @@ def bench_isolation(data: Path) -> dict[str, Any]:
     return isolation_bench.run_all()
 
 
+def bench_bounds(data: Path) -> dict[str, Any]:
+    """Kernel memory an agent can make one 7-machine lab hold: bytes per object of each
+    bounded kind, the per-lab worst case before and after the bounds by effect (computed
+    and measured; pipeline/bounds_bench.py). Needs root (~10 minutes)."""
+    from pipeline import bounds_bench
+
+    return bounds_bench.run_all()
+
+
 def bench_validity(data: Path) -> dict[str, Any]:
     """Every app and level: the oracle correct and safe, the null agent never correct, on
     min(N, what one seed can get) queries of seed 0 (N: $NETGAUGE_BENCH_QUERIES, 1,000;
@@ -307,6 +317,7 @@ BENCHMARKS: dict[str, Bench] = {
     "validity": bench_validity,
     "decoding": bench_decoding,
     "isolation": bench_isolation,
+    "bounds": bench_bounds,
     "emulators": bench_emulators,
     "netllmbench_levels": bench_netllmbench_levels,
     "routing": bench_routing,

@@ -92,7 +92,8 @@ def test_the_issues_commands_fit_in_a_reply():
         (COMMA_LIST, 2916, 0),
         (SIX_STRINGS, 1936, 11616),
         (
-            "iptables --append INPUT --source=1.1.1.1,2.2.2.2 --dst 3.3.3.3,4.4.4.4,5.5.5.5 -j DROP",
+            "iptables --append INPUT --source=1.1.1.1,2.2.2.2 --dst 3.3.3.3,4.4.4.4,5.5.5.5 "
+            "-j DROP",
             6,
             0,
         ),
@@ -188,6 +189,18 @@ def test_the_counts_are_what_the_tools_see(scratch_netns):
     _in(ns, "ip neigh add proxy 2001:db8::7 dev nb0")
     proxies = json.loads(_in(ns, "ip -j neigh show proxy"))
     assert len(proxies) == 2 and budget.count(ns, budget.NEIGHBOURS) == 4
+
+
+@pytest.mark.integration
+def test_vtysh_configuration_stops_at_the_route_bound(scratch_netns, monkeypatch):
+    """FRR's routes are zebra's and never undone, so configuration is refused once the
+    router holds its bound of routes; reading is not."""
+    monkeypatch.setitem(budget.LIMITS, budget.ROUTES, budget.count(scratch_netns, budget.ROUTES))
+    lines = ("configure terminal", "ip route 10.9.0.0/16 blackhole")
+    assert "already holds" in (budget.vtysh_refusal(scratch_netns, lines) or "")
+    assert budget.vtysh_refusal(scratch_netns, ("show ip route", "sh ip ospf neighbor")) is None
+    monkeypatch.setitem(budget.LIMITS, budget.ROUTES, 10**6)
+    assert budget.vtysh_refusal(scratch_netns, lines) is None
 
 
 def test_every_bound_is_kept_by_the_inventory():

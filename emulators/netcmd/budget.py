@@ -163,6 +163,18 @@ def settle(watched: Watch) -> str | None:
     )
 
 
+def vtysh_refusal(netns: str, lines: Sequence[str]) -> str | None:
+    """Why vtysh `lines` that configure may not run on a router already holding its bound
+    of routes, or None. The routes FRR installs are zebra's: deleting them behind its
+    back would leave FRR believing in routes the kernel lacks, so they are never undone;
+    a command (at most vtysh.MAX_LINES lines) may add a few past the bound, and then no
+    more configuration runs until some go."""
+    if all(line.split()[:1] and "show".startswith(line.split()[0]) for line in lines):
+        return None  # `sh ...`, `show ...`: reads only
+    held = inventory.take(netns).counts()[ROUTES]
+    return _exceeds(ROUTES, held, LIMITS[ROUTES]) if held >= LIMITS[ROUTES] else None
+
+
 def count(netns: str, kind: str) -> int:
     """How many objects of `kind` (a key of LIMITS) the namespace at `netns` holds now."""
     return inventory.take(netns).counts()[kind]

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from emulators.netcmd import netlink
 from emulators.netcmd.netlink import attr, attrs, text
+from pipeline.errors import EnvironmentFailure
 
 RULES = "iptables rules and chains"
 STRINGS = "iptables string matches"
@@ -217,8 +218,12 @@ def _take() -> Inventory:
 
 
 def take(netns: str) -> Inventory:
-    """Every bounded object the network namespace at `netns` holds now."""
-    return netlink.in_netns(netns, _take)
+    """Every bounded object the network namespace at `netns` holds now; a namespace that
+    cannot be read (its device gone) is an EnvironmentFailure."""
+    try:
+        return netlink.in_netns(netns, _take)
+    except OSError as err:
+        raise EnvironmentFailure(f"counting the kernel objects of {netns}: {err}") from err
 
 
 def _remove(objects: list[Obj]) -> list[str]:
@@ -248,4 +253,7 @@ def _inside(request: tuple[int, int, bytes], tables: set[tuple[int, bytes]]) -> 
 
 def remove(netns: str, objects: list[Obj]) -> list[str]:
     """Delete `objects` (in the order given) in the namespace at `netns`; what failed."""
-    return netlink.in_netns(netns, lambda: _remove(objects))
+    try:
+        return netlink.in_netns(netns, lambda: _remove(objects))
+    except OSError as err:
+        raise EnvironmentFailure(f"deleting kernel objects in {netns}: {err}") from err

@@ -122,6 +122,10 @@ class CommandSandbox:
             why = f"{machine} runs no routing daemons; vtysh works on the FRR routers only"
             return SandboxResult(Status.REJECTED, machine, command, reason=why, output=why)
         checked = vtysh.check_vtysh(list(argv[1:]), vtysh.DAEMONS)
+        if self._netns is not None:
+            why = budget.vtysh_refusal(self._netns(machine), checked.lines)
+            if why:
+                return SandboxResult(Status.LIMIT, machine, command, reason=why, output=why)
         inner = vtysh.argv(argv[0], checked)
         group = cgroup.MemoryCgroup.create("labcmd", confine.MEMORY_BYTES, pids=confine.PIDS)
         try:
