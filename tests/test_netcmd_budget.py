@@ -211,7 +211,7 @@ def test_every_bound_is_kept_by_the_inventory():
 
 
 @pytest.mark.integration
-def test_a_command_past_a_bound_is_a_resource_limit_step_that_never_ran(monkeypatch):
+def test_a_command_past_a_bound_is_a_resource_limit_step(monkeypatch):
     require_emulator("mininet")
     monkeypatch.setitem(budget.LIMITS, budget.RULES, 0)
     monkeypatch.setitem(budget.LIMITS, budget.ADDRESSES, 0)
@@ -223,8 +223,14 @@ def test_a_command_past_a_bound_is_a_resource_limit_step_that_never_ran(monkeypa
             assert "the most allowed per machine" in step.output
             assert step.evidence["sandbox"] == "limit" and step.evidence["argv"] == []
             assert step.evidence["before"] == step.evidence["after"]
-        shown = episode.step(json.dumps({"machine": "r0", "command": "iptables -L -n"}))
-        assert shown.status is StepStatus.OK
+        # Undone after it ran: one rule fits the count before, the INPUT chain it makes
+        # does not. The step says so, and ran (its argv), so the network is probed again.
+        monkeypatch.setitem(budget.LIMITS, budget.RULES, 1)
+        step = episode.step(json.dumps({"machine": "r0", "command": "iptables -A INPUT -j DROP"}))
+        assert step.status is StepStatus.RESOURCE_LIMIT and "removed again" in step.output
+        assert step.evidence["sandbox"] == "limit" and step.evidence["argv"]
+        shown = episode.step(json.dumps({"machine": "r0", "command": "iptables -S"}))
+        assert shown.status is StepStatus.OK and "-j DROP" not in shown.output
     assert STEP_STATUS[Status.LIMIT] is StepStatus.RESOURCE_LIMIT
 
 

@@ -16,14 +16,16 @@ command looks like:
      expansion (|-s list| x |-d list| rules, each with its string matches) is past what
      the device has room for;
   3. after it ran, the objects are taken again; if a bound is exceeded that the command
-     raised, everything it added is deleted (the dumped objects sent back as deletes) and
-     the count is checked again. The step is a typed `limit` (resource_limit) with the
-     reason; a rollback that cannot bring the device back within its bounds is an
-     EnvironmentFailure (the lab cannot be trusted any more).
+     raised, everything it added is deleted (the dumped objects sent back as deletes; what
+     it deleted or changed in place stays so) and the count is checked again.
+Either way the step is a typed `limit` (resource_limit) with the reason; a rollback that
+cannot bring the device back within its bounds is an EnvironmentFailure (the lab cannot
+be trusted any more).
 
 LIMITS x the heaviest object of each kind is the most kernel memory a device can be made
-to hold (`pipeline.bounds_bench` measures it); the string-match bound exists because one
-such match holds about 2 KB (a Boyer-Moore table), ten times a plain rule.
+to hold (`python -m pipeline.bench --only bounds` measures both); the string-match bound
+exists because a rule with six such matches holds 17 KB (each a Boyer-Moore table), six
+times one with six 256-character comments.
 """
 
 from __future__ import annotations
