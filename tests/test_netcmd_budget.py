@@ -127,6 +127,27 @@ def test_an_iptables_expansion_is_counted_as_iptables_makes_it(command, rules, s
     assert +budget.expansion(checked.argv) == +expected
 
 
+@pytest.mark.parametrize(
+    ("command", "reason"),
+    [
+        ("iptables -A INPUT -m set --match-set evil src -j DROP", "'set' is not available"),
+        ("ipset create evil hash:ip maxelem 65536", "not an allowed tool"),
+        ("iptables-restore", "not an allowed tool"),
+        ("ip6tables -A INPUT -j DROP", "not an allowed tool"),
+        ("nft add rule ip filter INPUT drop", "not an allowed tool"),
+        ("ip -batch -", "(-batch) is not allowed"),
+        ("ip -b /dev/stdin", "(-batch) is not allowed"),
+        ("tc -batch -", "(-batch) is not allowed"),
+        ("ip link add x type dummy", "'ip link add' (add) is not allowed"),
+    ],
+)
+def test_no_command_makes_objects_the_inventory_does_not_count(command, reason):
+    """What could hold kernel memory outside the bounded kinds (ip sets, nft objects of
+    its own, batches read from elsewhere, new links) is refused before anything runs."""
+    checked = check(command)
+    assert not checked.allowed and reason in (checked.reason or ""), checked.reason
+
+
 @pytest.fixture
 def scratch_netns() -> Iterator[str]:
     """A throwaway network namespace held by one sleeping process of ours."""
