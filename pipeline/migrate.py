@@ -114,9 +114,10 @@ def _episode_counts(context: Mapping[str, pa.Table]) -> Mapping[str, Counter]:
     if steps is not None:
         for row in steps.select(["query_id", "status", "output"]).to_pylist():
             tally = counts[row["query_id"]]
-            tally["commands"] += row["status"] in _ACTING
+            acted = row["status"] in _ACTING  # only what actions read counts (play.py)
+            tally["commands"] += acted
             tally["blocked"] += row["status"] == "blocked"
-            tally["bytes_read"] += _size(row["output"])
+            tally["bytes_read"] += _size(row["output"]) if acted else 0
     calls = context.get("calls")
     if calls is not None:
         for row in calls.select(["query_id", "purpose", "response"]).to_pylist():
