@@ -239,7 +239,7 @@ def reply_format(app: App, query: Query) -> ReplyFormat:
     """The format a door offers for `query`: the app's own, or for detect and localize an
     AnswerFormat around it."""
     spec = answer_spec(app, query)
-    return app.reply_format if spec is None else AnswerFormat(app.reply_format, spec)  # type: ignore[return-value]
+    return app.reply_format if spec is None else AnswerFormat(app.reply_format, spec)
 
 
 def actions(fmt: ReplyFormat) -> tuple[Action, ...]:

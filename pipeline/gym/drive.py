@@ -28,11 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.config import ROOT
+from pipeline.gym.driveserver import MAX_REPLY_ARG, MAX_REQUEST, READY, SOCKET, serve
 
-SOCKET = "sock"
-READY = "ready.json"  # the server's first words: the first observation, or why it failed
-MAX_REPLY_ARG = 2 << 20  # characters of a reply read from stdin: past the play loop's bound
-MAX_REQUEST = 16 << 20  # bytes of one request: a reply of MAX_REPLY_ARG, JSON-escaped
 START_TIMEOUT_S = 1800.0  # generating and validating a lab query can take minutes
 
 EPILOG = """\
@@ -84,8 +81,6 @@ def _run(args: argparse.Namespace, folder: Path) -> int:
         if args.command == "start":
             return _start(args, folder)
         if args.command == "serve":
-            from pipeline.gym.driveserver import serve
-
             return serve(args, folder)
         if args.command == "step":
             reply = args.reply

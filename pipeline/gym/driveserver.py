@@ -27,8 +27,12 @@ from pipeline.answers import counts
 from pipeline.core import StepStatus, canonical_json
 from pipeline.errors import NetGaugeError
 from pipeline.files import write_whole
-from pipeline.gym.drive import MAX_REQUEST, READY, SOCKET
 from pipeline.play import kib
+
+SOCKET = "sock"
+READY = "ready.json"  # the server's first words: the first observation, or why it failed
+MAX_REPLY_ARG = 2 << 20  # characters of a reply read from stdin: past the play loop's bound
+MAX_REQUEST = 16 << 20  # bytes of one request: a reply of MAX_REPLY_ARG, JSON-escaped
 
 
 def serve(args: argparse.Namespace, folder: Path) -> int:
