@@ -271,7 +271,8 @@ class ToynetApp:
             yield stamp(taken.value, taken)
 
     def capacity(self, level: int) -> Capacity:
-        return Capacity(None, {}, False, None, how="unbounded for the tests' counts")
+        operations = dict.fromkeys(VOCABULARY.kinds) | {"healthy": None}
+        return Capacity(None, operations, False, None, how="not counted: ample for the tests")
 
     def environment(self) -> _Environment:
         return _Environment()
