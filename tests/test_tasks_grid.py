@@ -5,6 +5,7 @@ does not offer), and shards written before the task columns upgraded without a l
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pyarrow as pa
@@ -65,21 +66,26 @@ def test_a_task_an_app_does_not_offer_is_refused_unless_excluded(tmp_path: Path)
 
 
 def test_exclude_entries_may_name_a_task(tmp_path: Path, toynet: Path) -> None:
+    from tests.test_app_plugin import TOY_APP, TOY_CONFIG, TOY_INIT
+
     grid = (toynet / "conf/grid/toynet_tasks.yaml").read_text()
     extra = tmp_path / "extra"
+    (extra / "toy").mkdir(parents=True)
+    (extra / "toy" / "__init__.py").write_text(TOY_INIT)
+    (extra / "toy" / "app.py").write_text(TOY_APP)
+    (extra / "conf" / "app").mkdir(parents=True)
+    (extra / "conf" / "app" / "toy.yaml").write_text(TOY_CONFIG)
     (extra / "conf" / "grid").mkdir(parents=True)
     (extra / "conf" / "grid" / "mixed.yaml").write_text(
-        grid.replace("toynet_tasks", "mixed").replace("apps: [toynet]", "apps: [toynet, malt]")
-        + "exclude: [{app: malt, task: detect}, {app: malt, task: localize}, "
+        grid.replace("toynet_tasks", "mixed").replace("apps: [toynet]", "apps: [toynet, toy]")
+        + "exclude: [{app: toy, task: detect}, {app: toy, task: localize}, "
         "{app: toynet, task: mitigate}]\n"
     )
-    import os
-
     os.environ[registry.APP_PATH_ENV] = f"{toynet}{os.pathsep}{extra}"
     registry.APPS.refresh()
     plan = load_plan("mixed", tmp_path / "data")
     assert {(c.app, c.overrides) for c in plan.cells} == {
-        ("malt", ()), ("toynet", ("app.task=detect",)), ("toynet", ("app.task=localize",))
+        ("toy", ()), ("toynet", ("app.task=detect",)), ("toynet", ("app.task=localize",))
     }  # fmt: skip
 
 
