@@ -109,15 +109,21 @@ def _parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands = parser.add_subparsers(
+        dest="command", required=True, metavar="{start,step,status,end}"
+    )
     for name, what in (
         ("start", "start the episode's server; print the first observation"),
-        ("serve", argparse.SUPPRESS),
+        ("serve", None),  # what start runs in the background: not a player's command
     ):
-        sub = commands.add_parser(name, help=what, description=what)
+        helps = {"help": what} if what else {}
+        sub = commands.add_parser(name, description=what, **helps)
         sub.add_argument("--dir", required=True, help="the episode's folder (made if missing)")
-        sub.add_argument("--app", required=True, help="an app config of conf/app/, e.g. k8s")
-        sub.add_argument("--level", type=int, required=True, help="the level (tier)")
+        sub.add_argument("--app", required=True, help=f"an app config: {_apps()}")
+        sub.add_argument(
+            "--level", type=int, required=True, help="the level (tier); a wrong one is refused "
+            "with the app's levels"
+        )  # fmt: skip
         sub.add_argument("--task", default=None, help="mitigate, detect or localize")
         sub.add_argument("--seed", type=int, default=2, help="generation seed (default 2)")
         sub.add_argument("--index", type=int, default=0, help="query index (default 0)")
@@ -138,6 +144,13 @@ def _parser() -> argparse.ArgumentParser:
     end.add_argument("--dir", required=True, help="the episode's folder")
     end.add_argument("--reveal", action="store_true", help="also print the ground truth")
     return parser
+
+
+def _apps() -> str:
+    """The app configs there are (conf/app/ and the app path's), by name."""
+    from pipeline.config import choices
+
+    return ", ".join(choices("app"))
 
 
 def _start(args: argparse.Namespace, folder: Path) -> int:
