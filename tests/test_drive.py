@@ -26,7 +26,15 @@ def _drive(folder: Path, *args: str, stdin: bytes | None = None) -> subprocess.C
     )  # fmt: skip
 
 
-def test_a_player_plays_one_episode_through_the_driver(tmp_path: Path) -> None:
+@pytest.fixture
+def folder(tmp_path: Path):
+    """The episode's folder; its server is ended whatever the test did."""
+    yield tmp_path / "ep"
+    if (tmp_path / "ep" / "sock").exists():
+        _drive(tmp_path / "ep", "end")
+
+
+def test_a_player_plays_one_episode_through_the_driver(tmp_path: Path, folder: Path) -> None:
     sys.path.insert(0, str(PLUGINS))
     try:
         from toynet.app import ToynetApp, ToynetConfig
@@ -34,7 +42,6 @@ def test_a_player_plays_one_episode_through_the_driver(tmp_path: Path) -> None:
         sys.path.remove(str(PLUGINS))
     query = list(ToynetApp(ToynetConfig(task="localize"), None, None).generate(1, 5, 2))[1]
     truth = query.ground_truth["causes"]
-    folder = tmp_path / "ep"
     start = ["start", "--app", "toynet", "--level", "1", "--task", "localize"]
     started = _drive(folder, *start, "--seed", "5", "--index", "1", "--data-dir", str(tmp_path))
     assert started.returncode == 0, started.stderr.decode()[-2000:]
