@@ -13,6 +13,10 @@ What an app is made of:
   `KeyTracker` with `stamp`, `weighted_choice` (pipeline/querygen.py says how they fit);
 - its config schema: a dataclass whose fields that cannot change a result are
   `operational(...)`;
+- its diagnosis tasks (pipeline/diagnosis.py, pipeline/answers.py; README "Task kinds"):
+  `AppSpec(tasks=...)`, a `task` field in its config, `Vocabulary` of `Label`s from its
+  `vocabulary(level)`, `task_text` for prompts, the ground truth's `healthy` and `causes`
+  (`cause`), `answer_verdict` in its scorer, `TASKS`;
 - its errors, from the one hierarchy: `ConfigError` (a bad setting, before any work),
   `QueryGenerationError`, `EnvironmentFailure` (not the agent's fault), `DataError`;
 - helpers: `canonical_json`, `outcome_for_status`, `fenced_blocks` (code blocks of an
@@ -24,6 +28,7 @@ What an app is made of:
 
 from __future__ import annotations
 
+from pipeline.answers import answer_verdict, task_text
 from pipeline.build import make_app
 from pipeline.capacity import Capacity, cached
 from pipeline.config import ROOT, compose
@@ -42,6 +47,7 @@ from pipeline.core import (
     canonical_json,
     outcome_for_status,
 )
+from pipeline.diagnosis import TASKS, Label, Vocabulary, cause
 from pipeline.errors import (
     ConfigError,
     DataError,
@@ -81,6 +87,7 @@ __all__ = [
     "JSON",
     "SEED_SLOTS",
     "SHARED_DATA",
+    "TASKS",
     "Action",
     "AgentSpec",
     "App",
@@ -94,6 +101,7 @@ __all__ = [
     "Episode",
     "EpisodeLoop",
     "KeyTracker",
+    "Label",
     "NetGaugeError",
     "Outcome",
     "Query",
@@ -103,8 +111,11 @@ __all__ = [
     "StepStatus",
     "TaskStep",
     "Verdict",
+    "Vocabulary",
+    "answer_verdict",
     "cached",
     "canonical_json",
+    "cause",
     "fenced_blocks",
     "key_slot",
     "load_app",
@@ -117,6 +128,7 @@ __all__ = [
     "replacing",
     "smollm2_tokens",
     "stamp",
+    "task_text",
     "weighted_choice",
     "write_whole",
 ]

@@ -68,7 +68,7 @@ def serve(argv: Sequence[str], out: TextIO = sys.stdout) -> dict[str, Any]:
 
     agent = MCPAgent(agent_cfg, app, announce=announce)
     with app.environment() as env:
-        rows = play(env, agent, query, cell_from_config(cfg))
+        rows = play(env, agent, query, cell_from_config(cfg), app)
     steps = [
         StepResult(
             r["action"],
@@ -77,6 +77,7 @@ def serve(argv: Sequence[str], out: TextIO = sys.stdout) -> dict[str, Any]:
             json.loads(r["evidence"]),
             error=r["error"],
             exec_s=r["exec_s"],
+            answer=json.loads(r["answer"]) if r["answer"] else None,
         )
         for r in rows
     ]
