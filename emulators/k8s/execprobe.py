@@ -110,7 +110,8 @@ def target(text: str) -> tuple[str, bool, int, str]:
     if _IPV4.match(host):
         ipaddress.IPv4Address(host)  # the pattern admits only canonical dotted quads
         return host, True, port, proto.upper()
-    if len(host) > MAX_HOST or not _NAME.match(host.lower()):
+    numeric = re.fullmatch(r"[0-9.]+", host) is not None  # an address, but not a valid one
+    if numeric or len(host) > MAX_HOST or not _NAME.match(host.lower()):
         raise Refused(f"{host[:80]!r} is neither an IPv4 address nor a DNS name")
     return host.lower().rstrip("."), False, port, proto.upper()
 

@@ -311,7 +311,7 @@ class K8sApp:
 
     def tier_generator(self) -> TierGenerator:
         if self._tiers is None:
-            self._tiers = TierGenerator(self.name, self.cfg.task, self.cfg.size)
+            self._tiers = TierGenerator(self.name, self.cfg.task, self.cfg.size, self.cfg.estate)
         return self._tiers
 
     def generator(self) -> K8sQueryGenerator:
@@ -344,6 +344,8 @@ class K8sApp:
                 f"app.task={self.cfg.task} is offered at levels {', '.join(map(str, TIERS))}; "
                 "levels 1-5 are mitigate only"
             )
+        if self.cfg.estate is not None:
+            raise ConfigError("app.estate pins the estate of levels 6-8; leave it null here")
         if self.cfg.size is not None and self.cfg.size not in SIZES:
             raise ConfigError(
                 f"app.size={self.cfg.size} is a size of levels 6-8 only; levels 1-5 run on "

@@ -57,7 +57,7 @@ class Benign:
 
     def describe(self) -> dict[str, Any]:
         return {"kind": self.kind, "placement": self.placement, "note": self.note,
-                "objects": [list(k) for k in sorted(self.keys)]}  # fmt: skip
+                "id": self.id, "objects": [list(k) for k in sorted(self.keys)]}  # fmt: skip
 
 
 def _policy(spec: ClusterSpec, namespace: str, name: str) -> dict[str, Any]:

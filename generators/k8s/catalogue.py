@@ -46,6 +46,7 @@ from generators.k8s.rule_edits import (
 from pipeline.api import canonical_json
 
 LABEL_KEYS = ("name", "k8s-app", "app.kubernetes.io/instance")  # not the pods' keys
+EXTRA_PEERS = 3  # workloads one rule may wrongly admit (a seeded few of all the others)
 Spec = dict[str, Any]
 
 
@@ -77,7 +78,7 @@ class Fault:
 
     def describe(self) -> dict[str, Any]:
         return {**self.cause(), "variant": self.variant, "placement": self.placement,
-                **self.detail}  # fmt: skip
+                "id": self.id, **self.detail}  # fmt: skip
 
 
 def policy_fault(
@@ -111,6 +112,10 @@ def named(p: dict[str, Any]) -> tuple[str, dict[str, str] | None] | None:
     if set(ns) not in ({NS_LABEL}, {E.TIER}):
         return None
     return labels["app"], dict(ns)
+
+
+def _mix(*parts: Any) -> str:
+    return hashlib.sha256(repr(parts).encode()).hexdigest()
 
 
 def _other_namespace(app: MicroApp, ns: str) -> str:
@@ -164,10 +169,10 @@ def _peer_faults(es: E.Estate, w: Workload, where: Where, peers: list, f) -> Ite
     key = KEYS[where[0]]
     listed = {n[0] for n in (named(p) for p in peers) if n}
     if ingress and peers and all(named(p) for p in peers):
-        for other in app.app_workloads:
-            if other.name not in listed and other.name != w.name:
-                extra = [*peers, E.peer(es, other, w.name, w.namespace)]
-                yield f("k8s.peer_extra", "peer", set_key(where, key, extra), peer=other.name)
+        others = [o for o in app.app_workloads if o.name not in listed and o.name != w.name]
+        for other in sorted(others, key=lambda o: _mix(w.name, where, o.name))[:EXTRA_PEERS]:
+            extra = [*peers, E.peer(es, other, w.name, w.namespace)]
+            yield f("k8s.peer_extra", "peer", set_key(where, key, extra), peer=other.name)
         yield f("k8s.peer_extra", "all_pods", set_key(where, key, [*peers, {"podSelector": {}}]))
     for j, p in enumerate(peers):
         if len(peers) > 1:

@@ -83,7 +83,7 @@ class Estates:
 
     def by_probe(self, spec: ClusterSpec) -> dict[str, list[Fault]]:
         """Probe key -> the faults that alone make it mismatch (evaluates every fault of
-        the estate once)."""
+        the estate once: about 1 ms each, 1-3 s an estate)."""
         if spec.env_key not in self._by_probe:
             index: dict[str, list[Fault]] = {}
             for fault in self.faults(spec):
@@ -125,11 +125,19 @@ class Draw:
 
 
 def draw(
-    tier: Tier, task: str, rng: random.Random, estates: Estates, sizes: Sequence[str] | None = None
+    tier: Tier,
+    task: str,
+    rng: random.Random,
+    estates: Estates,
+    sizes: Sequence[str] | None = None,
+    variant: int | None = None,
 ) -> Draw | str:
-    """One draw of `tier` for `task` (a reason string when this one cannot be completed)."""
+    """One draw of `tier` for `task` (a reason string when this one cannot be completed);
+    `variant` pins the estate of each size."""
     pool = tuple(sizes or tier.sizes)
-    spec = estate_cluster(pool[rng.randrange(len(pool))], rng.randrange(ESTATES_PER_SIZE))
+    size = pool[rng.randrange(len(pool))]
+    drawn_variant = rng.randrange(ESTATES_PER_SIZE)
+    spec = estate_cluster(size, drawn_variant if variant is None else variant)
     count = rng.choice(tier.benign_for(task))
     chosen: list[Benign] = []
     options = list(estates.benign(spec))
@@ -159,13 +167,21 @@ def draw(
     if isinstance(pair, str):
         return pair
     taken = used | pair[0].keys | pair[1].keys
-    closed = _pick(spec, estates, rng, taken, closed=True) if n >= 4 else None
-    start = list(pair) + ([closed] if isinstance(closed, Fault) else [])
-    taken |= {k for f in start for k in f.keys}
+    start = list(pair)
+    if n >= 4:  # one of the others only opens what must stay closed, where one is left
+        spaces = {f.device for f in start}
+        short = tier.min_namespaces - len(spaces) >= n - len(start)
+        closed = _pick(spec, estates, rng, taken, closed=True, spaces=spaces if short else None)
+        if isinstance(closed, Fault):
+            start.append(closed)
+            taken |= closed.keys
     rest = _others(spec, estates, rng, taken, n - len(start), start, tier.min_namespaces)
     if isinstance(rest, str):
         return rest
-    return Draw(spec, tuple(chosen), (*start, *rest), (0, 1))
+    faults = (*start, *rest)
+    if len({f.device for f in faults}) < tier.min_namespaces:
+        return f"the faults span fewer than {tier.min_namespaces} namespaces"
+    return Draw(spec, tuple(chosen), faults, (0, 1))
 
 
 def _free(fault: Fault, used: set[Key]) -> bool:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from generators.k8s.callgraph import SIZES
+from generators.k8s.estate import ESTATES_PER_SIZE
 from generators.k8s.estate import SIZES as TIER_SIZES
 from generators.k8s.faults import FAULT_TYPES
 from pipeline.api import TASKS, ConfigError, operational
@@ -29,6 +30,9 @@ class K8sConfig:
     # and 5, the tier's sizes at levels 6-8.
     size: str | None = None
     task: str = "mitigate"  # mitigate | detect | localize (detect, localize: levels 6-8)
+    # Levels 6-8: the one estate of each size queries run on (0 .. ESTATES_PER_SIZE - 1);
+    # None: every estate of the tier's sizes.
+    estate: int | None = None
     max_live_clusters: int = operational(9)  # emulated clusters kept up between episodes
 
     def validate(self) -> None:
@@ -46,6 +50,15 @@ def validate_config(cfg: K8sConfig, prefix: str = "app") -> None:
         raise ConfigError(f"{prefix}.name must be a non-empty string, got {cfg.name!r}")
     if cfg.max_turns is not None:
         _positive(cfg.max_turns, f"{prefix}.max_turns", int)
+    if cfg.estate is not None and (
+        isinstance(cfg.estate, bool)
+        or not isinstance(cfg.estate, int)
+        or not 0 <= cfg.estate < ESTATES_PER_SIZE
+    ):
+        raise ConfigError(
+            f"{prefix}.estate must be null or an estate from 0 to {ESTATES_PER_SIZE - 1}; "
+            f"got {cfg.estate!r}"
+        )
     if cfg.task not in TASKS:
         raise ConfigError(f"{prefix}.task must be one of {', '.join(TASKS)}; got {cfg.task!r}")
     _positive(cfg.kubectl_timeout_s, f"{prefix}.kubectl_timeout_s", (int, float))

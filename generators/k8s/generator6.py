@@ -24,6 +24,7 @@ from typing import Any
 from generators.k8s import estate as E
 from generators.k8s import intent
 from generators.k8s.catalogue import Fault
+from generators.k8s.clusters import cluster_of
 from generators.k8s.compose import Draw, Estates, draw, validate
 from generators.k8s.kinds import vocabulary
 from generators.k8s.tiers import TIERS, Tier
@@ -61,10 +62,13 @@ def evidence(fault: Fault) -> str:
 class TierGenerator:
     """Queries of levels 6-8 for one app config (task, optional size)."""
 
-    def __init__(self, app_name: str, task: str, size: str | None = None) -> None:
+    def __init__(
+        self, app_name: str, task: str, size: str | None = None, estate: int | None = None
+    ) -> None:
         self.app_name = app_name
         self.task = task
         self.size = size
+        self.estate = estate
         self.estates = Estates()
 
     def tier(self, level: int) -> Tier:
@@ -108,7 +112,7 @@ class TierGenerator:
         cap = 1 + int(CAP_SHARE * index)
 
         def drawn() -> tuple[str, Draw] | str:
-            got = draw(tier, self.task, rng, self.estates, sizes)
+            got = draw(tier, self.task, rng, self.estates, sizes, self.estate)
             if isinstance(got, str):
                 return got
             if strata[got.stratum] >= cap:
@@ -120,6 +124,20 @@ class TierGenerator:
 
         taken = tracker.take(index, drawn, build, max_draws=MAX_DRAWS)
         return stamp(taken.value, taken)
+
+    def draw_of(self, query: Query) -> Draw:
+        """The draw a query of this generator was made of (its ground truth's ids)."""
+        gt = query.ground_truth
+        spec = cluster_of(gt)
+        faults = {f.id: f for f in self.estates.faults(spec)}
+        benign = {b.id: b for b in self.estates.benign(spec)}
+        masking = tuple(gt["masking"]) if gt["masking"] else None
+        return Draw(
+            spec,
+            tuple(benign[b["id"]] for b in gt["benign"]),
+            tuple(faults[f["id"]] for f in gt["faults"]),
+            masking,  # type: ignore[arg-type]
+        )
 
     def key(self, got: Draw) -> str:
         return query_key(
