@@ -131,9 +131,10 @@ def draw(
     estates: Estates,
     sizes: Sequence[str] | None = None,
     variant: int | None = None,
+    healthy: bool = False,
 ) -> Draw | str:
     """One draw of `tier` for `task` (a reason string when this one cannot be completed);
-    `variant` pins the estate of each size."""
+    `variant` pins the estate of each size; `healthy` (detect): anomalies only."""
     pool = tuple(sizes or tier.sizes)
     size = pool[rng.randrange(len(pool))]
     drawn_variant = rng.randrange(ESTATES_PER_SIZE)
@@ -148,10 +149,10 @@ def draw(
         kind = rng.choice(kinds)
         pick = rng.choice([b for b in options if b.kind == kind])
         chosen.append(pick)
-        options = [b for b in options if not (b.keys & pick.keys) and b.kind != pick.kind]
+        options = [b for b in options if not (b.keys & pick.keys)]
     used = {k for b in chosen for k in b.keys}
     if task == "detect":
-        if rng.random() < 0.5:
+        if healthy:
             return Draw(spec, tuple(chosen), ())
         n = rng.choice(tier.detect_faults)
         first = _pick(spec, estates, rng, used, closed=rng.random() < 0.5)

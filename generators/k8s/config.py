@@ -33,7 +33,8 @@ class K8sConfig:
     # Levels 6-8: the one estate of each size queries run on (0 .. ESTATES_PER_SIZE - 1);
     # None: every estate of the tier's sizes.
     estate: int | None = None
-    max_live_clusters: int = operational(9)  # emulated clusters kept up between episodes
+    # emulated clusters kept up between episodes (12: every estate of levels 6 and 7)
+    max_live_clusters: int = operational(12)
 
     def validate(self) -> None:
         """Raise ConfigError naming the first wrong key (called when configs are composed)."""

@@ -80,6 +80,12 @@ class TierEpisode:
         self._before: list[str] = list(query.ground_truth["mismatches"])
         self._benign = query.ground_truth["benign_objects"]
         self._turn = 0
+        # The last measurement: at first the environment's, which found the query's own.
+        gt = query.ground_truth
+        start = {"mismatches_after": gt["mismatches"], "blocked_at_dns": gt["blocked_at_dns"],
+                 "probed": len(expected), "benign_touched": []}  # fmt: skip
+        shown = intent.observation(tier, expected, gt["mismatches"], gt["blocked_at_dns"])
+        self._last: tuple[dict[str, Any], str, bool] = (start, shown, False)
 
     def observe(self) -> str:
         return self.query.prompt
@@ -104,8 +110,14 @@ class TierEpisode:
         result = self._cluster.kubectl(cmd)
         return f"$ {cmd.text}\n{result.output.rstrip() or '(no output)'}"
 
-    def _report(self, **facts: Any) -> tuple[dict[str, Any], str, bool]:
-        """(evidence, report, done) after a mitigate step: the data plane probed afresh."""
+    def _report(self, ran: bool, **facts: Any) -> tuple[dict[str, Any], str, bool]:
+        """(evidence, report, done) after a mitigate step: the data plane probed afresh,
+        unless nothing ran (a reply that did not parse, a refused command: the cluster is
+        as the last measurement found it, so that one is reported again)."""
+        if not ran:
+            evidence, shown, matched = self._last
+            return {**evidence, **facts, "mismatches_before": evidence["mismatches_after"],
+                    "measured": False}, shown, matched  # fmt: skip
         after, dns, probed = measure(self._cluster, self._expected)
         off = touched(self._cluster, self._benign)
         evidence = {
@@ -120,7 +132,8 @@ class TierEpisode:
         shown = intent.observation(self.tier, self._expected, after, dns)
         if off:
             shown += f"\nIntended exceptions changed: {', '.join(off)}."
-        return evidence, shown, not after and not off
+        self._last = (evidence, shown, not after and not off)
+        return self._last
 
     def _result(
         self, action: str, status: StepStatus, output: str, error: str | None = None,
@@ -130,7 +143,8 @@ class TierEpisode:
         if self.query.read_only:
             return StepResult(action, status, output, facts, done=last, error=error,
                               exec_s=exec_s)  # fmt: skip
-        evidence, shown, matched = self._report(**facts)
+        ran = status not in (StepStatus.PARSE_ERROR, StepStatus.BLOCKED)
+        evidence, shown, matched = self._report(ran, **facts)
         return StepResult(action, status, f"{output}\n\n{shown}".strip(), evidence,
                           done=matched or last, error=error, exec_s=exec_s)  # fmt: skip
 

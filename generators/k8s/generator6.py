@@ -6,7 +6,8 @@ and is validated with the pure evaluator (compose.validate). A draw whose variet
 (size x each fault's kind@placement, or the anomalies of a healthy query) already holds
 1 + floor(0.08 i) of the seed's queries 0..i-1 is drawn again, so no stratum holds more
 than about 8 % of a long run (the prefix property holds: query i depends only on the
-config, its stream and the queries before it).
+config, its stream and the queries before it). Detect query i is healthy when i + seed
+is even: exactly half of a run, whatever redraws it takes.
 
 The ground truth holds what the environment rebuilds the query's cluster from (`cluster`,
 `objects`: the overlay of anomalies and faults), what the checks judge (`flips`: the
@@ -110,9 +111,10 @@ class TierGenerator:
         strata = strata if strata is not None else Counter()
         rng = query_rng(seed, level, index)
         cap = 1 + int(CAP_SHARE * index)
+        healthy = self.task == "detect" and (index + seed) % 2 == 0  # half of them, exactly
 
         def drawn() -> tuple[str, Draw] | str:
-            got = draw(tier, self.task, rng, self.estates, sizes, self.estate)
+            got = draw(tier, self.task, rng, self.estates, sizes, self.estate, healthy)
             if isinstance(got, str):
                 return got
             if strata[got.stratum] >= cap:

@@ -8,10 +8,10 @@
 
 Detect draws half of its queries healthy (benign anomalies only) and half with 1 (level
 6) or 1-2 faults (levels 7, 8), half of those from kinds that only open what must stay
-closed; every detect query has at least one benign anomaly, so their presence says
-nothing. Budgets: the episode's turns and the bytes it may read (`read_budget`); the
-oracle fits in half of both. Every tier's agent may run the exec probe
-(emulators/k8s/execprobe.py).
+closed; every detect query has 1-3 benign anomalies, so their presence says nothing
+(and healthy queries, which differ only by them and the estate, are numerous enough).
+Budgets: the episode's turns and the bytes it may read (`read_budget`); the oracle fits
+in half of both. Every tier's agent may run the exec probe (emulators/k8s/execprobe.py).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 LEVELS = (6, 7, 8)
+DETECT_BENIGN = (1, 2, 3)
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,9 @@ class Tier:
         return self.read_kib << 10
 
     def benign_for(self, task: str) -> tuple[int, ...]:
-        return tuple(max(1, n) for n in self.benign) if task == "detect" else self.benign
+        """Detect draws 1-3 anomalies at every tier: healthy queries differ only by them
+        (and by the estate), so a tier holds enough distinct healthy ones."""
+        return DETECT_BENIGN if task == "detect" else self.benign
 
 
 TIERS = {
