@@ -30,10 +30,13 @@ def _graph(spec: NetSpec) -> dict[str, list[tuple[str, int, int, str]]]:
     return graph
 
 
-def first_hops(spec: NetSpec, source: str) -> dict[str, tuple[int, frozenset[tuple[int, str]]]]:
+Table = dict[str, tuple[int, frozenset[tuple[int, str]]]]
+
+
+def first_hops(spec: NetSpec, source: str, graph: dict | None = None) -> Table:
     """router -> (its distance from `source`, the set of (link id, source interface) of
     every equal-cost first hop), over the OSPF links (costs as in the spec)."""
-    graph = _graph(spec)
+    graph = graph if graph is not None else _graph(spec)
     best: dict[str, tuple[int, frozenset[tuple[int, str]]]] = {source: (0, frozenset())}
     heap = [(0, source)]
     done: set[str] = set()
@@ -53,12 +56,14 @@ def first_hops(spec: NetSpec, source: str) -> dict[str, tuple[int, frozenset[tup
     return best
 
 
-def _unique_path(spec: NetSpec, source: str, target: str) -> tuple[list[str], list[int]] | None:
+def _unique_path(
+    spec: NetSpec, tables: dict[str, Table], source: str, target: str
+) -> tuple[list[str], list[int]] | None:
     """The routers and links of the only shortest path, or None when there are several."""
     routers, links = [source], []
     node = source
     while node != target:
-        hops = first_hops(spec, node)[target][1]
+        hops = tables[node][target][1]
         if len(hops) != 1:
             return None
         ((link, _),) = hops
@@ -84,17 +89,21 @@ def derive(spec: NetSpec) -> tuple[tuple[PathIntent, ...], tuple[EcmpIntent, ...
         return (), ()
     paths, ecmp = [], []
     ordered = sorted(lans, key=lambda r: spec.router(r).index)
+    graph = _graph(spec)
+    tables = {r.name: first_hops(spec, r.name, graph) for r in spec.routers}
     for src in ordered:
-        table = first_hops(spec, src)
+        table = tables[src]
         for dst in ordered:
             if dst == src or dst not in table:
                 continue
             hops = table[dst][1]
+            if len(hops) > spec.ecmp_width:  # FRR installs `maximum-paths` of them: which?
+                continue
             if len(hops) > 1:
                 via = tuple(sorted(intf for _, intf in hops))
                 ecmp.append(EcmpIntent(src, lans[dst].subnet, via))
             else:
-                path = _unique_path(spec, src, dst)
+                path = _unique_path(spec, tables, src, dst)
                 if path is not None and len(path[1]) >= 2:
                     paths.append((src, dst, path))
     paths.sort(key=lambda p: (-len(p[2][1]), spec.router(p[0]).index, spec.router(p[1]).index))

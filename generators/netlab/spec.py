@@ -375,6 +375,11 @@ class NetSpec:
         """16 hex digits of the spec's canonical JSON: equal specs, equal keys."""
         return hashlib.sha256(canonical_json(self.to_json()).encode()).hexdigest()[:16]
 
+    def to_lab(self):  # -> emulators.base.Lab (imported there: the spec stays data)
+        from generators.netlab.render import to_lab
+
+        return to_lab(self)
+
 
 def _host_of(subnet: str, offset: int) -> str:
     base, _, _ = subnet.partition("/")
