@@ -201,6 +201,15 @@ def bench_routing_levels(data: Path) -> dict[str, Any]:
     return bench_levels.run_levels()
 
 
+def bench_netlab_sizes(data: Path) -> dict[str, Any]:
+    """Generated FRR labs (generators/netlab/): build, daemon start, convergence, probes and
+    memory per family and size, one xlarge lab (24 routers, >= 48 hosts) per family, with
+    the load average of each row (needs root; minutes). Not in `make bench`."""
+    from generators.netlab import bench
+
+    return bench.run_sizes()
+
+
 def bench_emulators(data: Path) -> dict[str, Any]:
     """Mininet and Kathara on NetLLMBench's lab: build, exec, state read, chain, reset, stop."""
     from generators.netllmbench import bench
@@ -311,6 +320,7 @@ BENCHMARKS: dict[str, Bench] = {
     "netllmbench_levels": bench_netllmbench_levels,
     "routing": bench_routing,
     "routing_levels": bench_routing_levels,
+    "netlab_sizes": bench_netlab_sizes,
     "analysis": bench_analysis,
     "k8s": bench_k8s,
     "k8s_levels": bench_k8s_levels,
