@@ -126,9 +126,10 @@ def _bgp(spec: NetSpec) -> list[str]:
         return []
     ebgp = [s for s in spec.sessions if s.kind == "ebgp"]
     ibgp = [s for s in spec.sessions if s.kind == "ibgp"]
-    lines = [f"  BGP: {len(ebgp)} eBGP sessions on the link addresses (every link marked eBGP)"]
+    count = f"{len(ebgp)} eBGP session" + ("" if len(ebgp) == 1 else "s")
+    lines = [f"  BGP: {count} on the link addresses, one per link marked eBGP."]
     if spec.family == "leafspine":
-        lines[0] = f"  BGP: {len(ebgp)} eBGP sessions, one per fabric link, on the link addresses"
+        lines[0] = f"  BGP: {count}, one per fabric link, on the link addresses."
     if ibgp:
         reflectors = sorted({s.a for s in ibgp if s.rr_client == s.b})
         lines.append(

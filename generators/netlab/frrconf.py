@@ -6,8 +6,8 @@ with the same fast timers: OSPF hello 1 s / dead 4 s on point-to-point links, SP
 throttles near zero; BGP keepalive 1 s / hold 3 s, connect retry 1 s, no advertisement
 delay. And one more: OSPF retransmits after 1 s, not 5: an ABR's first database exchange
 with many summary LSAs lost a packet often enough on a loaded machine that a 24-router
-campus took 6-7 s to bring its last adjacency Full, 2 s with this. Areas are written dotted (`area 0.0.0.1`) so that `show running-config` prints
-them as the spec names them.
+campus took 6-7 s to bring its last adjacency Full, 2 s with this. Areas are written
+dotted (`area 0.0.0.1`) so that `show running-config` prints them as the spec names them.
 
 ospfd: every OSPF link point-to-point with its cost; LAN ports and SVIs passive; a
 `network` statement per loopback, LAN and link (statements, not `ip ospf area`, so that a
