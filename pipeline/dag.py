@@ -23,8 +23,10 @@ from pipeline.errors import NetGaugeError
 from pipeline.files import write_whole
 from pipeline.plan import Plan, load_plan
 from pipeline.records import shard_rows
+from pipeline.registry import conf_dirs
 
 STAGE_CMD = f"{shlex.quote(sys.executable)} -m pipeline.stages"
+ANALYSIS_CMD = f"{shlex.quote(sys.executable)} -m analysis"  # summarize and report
 _NAME = r"[a-z0-9][a-z0-9_.-]*"
 WILDCARDS = {
     "app": _NAME,
@@ -197,8 +199,6 @@ class PlanCache:
 
     @property
     def path(self) -> Path:
-        from pipeline.registry import conf_dirs
-
         digest = hashlib.sha256(canonical_json([self.grid, self.data_dir, self.axes]).encode())
         for root in conf_dirs():
             for path in sorted(root.rglob("*.yaml")):

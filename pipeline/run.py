@@ -22,28 +22,28 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
+from pipeline.build import layout, make_app, run_hash
+from pipeline.cells import cell_from_config
 from pipeline.config import CONF_DIR, check_overrides, quote_choices, searchpath, validate
 from pipeline.errors import NetGaugeError
+from pipeline.generate import generate
+from pipeline.records import read_shard, shard_hash
+from pipeline.runner import run
+from pipeline.scoring import score
 from pipeline.splits import check_run_seeds
+from pipeline.variants import variant_of
 
 log = logging.getLogger(__name__)
 
 
 def run_cell(cfg: DictConfig) -> dict[str, object]:
     """Bring one cell up to date; return its cell key and correctness rate."""
-    from pipeline.build import layout, make_app, run_hash
-    from pipeline.cells import cell_from_config
-    from pipeline.generate import generate
-    from pipeline.records import read_shard, shard_hash
-    from pipeline.runner import run
-    from pipeline.scoring import score
-    from pipeline.variants import variant_of
 
     app = make_app(cfg)
     cell = cell_from_config(cfg)
     paths = layout(cfg)
     generate(cfg, app)  # a no-op when the shard already holds enough queries
-    digest = run_hash(cfg, app)
+    digest = run_hash(cfg)
     if shard_hash(paths.transcripts(cell)) != digest:
         run(cfg)
     scored = (paths.episodes(cell), paths.steps(cell), paths.calls(cell), paths.cells(cell))

@@ -15,7 +15,6 @@ import logging
 import queue
 import threading
 import time
-import traceback
 from pathlib import Path
 from typing import Any
 
@@ -24,14 +23,16 @@ from tqdm import tqdm
 
 from pipeline import untrusted
 from pipeline.agents import Agent, Reply, agent_episode
-from pipeline.build import layout, make_agent, make_app, run_hash
-from pipeline.cells import Cell, cell_from_config
+from pipeline.build import cell_config, layout, make_agent, make_app, run_hash
+from pipeline.cells import Cell, Layout, cell_from_config, data_root
 from pipeline.checkpoint import CellFailed, Checkpoint
 from pipeline.core import App, Environment, Query, StepResult, StepStatus, canonical_json
-from pipeline.errors import AgentFailure, AgentStopped, EnvironmentFailure
+from pipeline.errors import AgentFailure, AgentStopped, EnvironmentFailure, NetGaugeError
 from pipeline.generate import read_queries
-from pipeline.play import EpisodeLoop
-from pipeline.records import write_shard
+from pipeline.llm.models import ModelPool
+from pipeline.plan import read_plan
+from pipeline.play import EpisodeLoop, environment_failure, played
+from pipeline.records import shard_hash, write_shard
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +48,6 @@ def run(cfg: DictConfig, models: Any = None, share: Budget | None = None) -> Pat
     """
     with contextlib.ExitStack() as stack:
         if cfg.agent.uses_model and models is None:
-            from pipeline.llm.models import ModelPool
-
             models = stack.enter_context(ModelPool(layout(cfg).root))
         return _run(cfg, models, share)
 
@@ -76,18 +75,13 @@ def run_model(grid: str, model: str, data_dir: str) -> list[Path]:
     resumes with the cells that did not finish (each from its checkpoint). A failing cell
     does not stop the others; the first failure is raised once every cell has stopped.
     """
-    from pipeline.build import cell_config
-    from pipeline.cells import Layout, data_root
-    from pipeline.llm.models import ModelPool
-    from pipeline.plan import read_plan
-    from pipeline.records import shard_hash
 
     cells = [c for c in read_plan(data_dir, grid) if c.model == model]
     if not cells:
         raise CellFailed(f"plan '{grid}' has no cell with model '{model}'")
     paths = Layout(data_root(data_dir))
     configs = [(cell_config(cell, data_dir), paths.transcripts(cell)) for cell in cells]
-    todo = [cfg for cfg, path in configs if shard_hash(path) != run_hash(cfg, make_app(cfg))]
+    todo = [cfg for cfg, path in configs if shard_hash(path) != run_hash(cfg)]
     errors: list[BaseException] = []
     if todo:
         slots = threading.BoundedSemaphore(max(workers_for(cfg) for cfg in todo))
@@ -134,7 +128,7 @@ def _run(cfg: DictConfig, models: Any, share: Budget | None = None) -> Path:
     agent = make_agent(cfg, app, models)
     cell = cell_from_config(cfg)
     paths = layout(cfg)
-    digest = run_hash(cfg, app)
+    digest = run_hash(cfg)
     queries = read_queries(paths.queries(cell), limit=cfg.queries)
     if len(queries) < cfg.queries:
         raise CellFailed(
@@ -260,32 +254,53 @@ def _env_error(rows: list[dict[str, Any]]) -> str | None:
 
 def play(env: Environment, agent: Agent, query: Query, cell: Cell) -> list[dict[str, Any]]:
     """One episode; returns its transcript rows. Environment failures become env_error
-    steps; an agent that cannot reply (AgentFailure) a step of its status, which ends the
-    episode (one that stopped by itself after acting adds none)."""
+    steps (whatever a step raised: pipeline/play.py); an agent that cannot reply
+    (AgentFailure) a step of its status, which ends the episode (one that stopped by itself
+    after acting adds none), and so does an agent whose own code raised on what it got."""
     rows: list[dict[str, Any]] = []
     try:
-        with env.episode(query) as episode:
-            loop = EpisodeLoop(episode)
-            probe = getattr(episode, "diagnose", None)
-            with agent_episode(agent, query, loop.max_turns or 0, probe) as end:
-                while not loop.over:
-                    turn = loop.turn + 1
-                    started = time.perf_counter()
-                    try:
-                        reply = agent.reply(query, loop.observation, list(loop.history), turn)
-                    except AgentFailure as err:  # the agent cannot reply any more
-                        agent_s = time.perf_counter() - started
-                        end.reason = _agent_ended(rows, query, cell, turn, err, agent_s)
-                        break
+        with (
+            played(env, query) as loop,
+            agent_episode(agent, query, loop.max_turns or 0, loop.diagnose) as end,
+        ):
+            while not loop.over:
+                turn = loop.turn + 1
+                started = time.perf_counter()
+                try:
+                    reply = agent.reply(query, loop.observation, list(loop.history), turn)
+                except AgentFailure as err:  # the agent cannot reply any more
                     agent_s = time.perf_counter() - started
-                    result = loop.step(reply.text)
-                    rows.append(_row(query, cell, turn, reply, result, agent_s))
-                else:
-                    end.reason = _why_over(loop)
-                end.observation = loop.observation
+                    end.reason = _agent_ended(rows, query, cell, turn, err, agent_s)
+                    break
+                except NetGaugeError:  # the environment's or a model server's; a config's
+                    raise
+                except Exception as err:  # the agent's own code: a typed step, traceback logged
+                    agent_s = time.perf_counter() - started
+                    failed = _agent_raised(err)
+                    end.reason = _agent_ended(rows, query, cell, turn, failed, agent_s)
+                    break
+                agent_s = time.perf_counter() - started
+                result = loop.step(reply.text)
+                rows.append(_row(query, cell, turn, reply, result, agent_s))
+            else:
+                end.reason = _why_over(loop)
+            end.observation = loop.observation
     except EnvironmentFailure as err:
+        log.error("environment failure in %s: %s", query.query_id, err, exc_info=err)
         rows.append(_env_error_row(query, cell, len(rows) + 1, str(err)))
+    except NetGaugeError:  # a wrong config or input: the cell fails, naming it
+        raise
+    except Exception as err:  # opening, observing or closing the episode; traceback logged
+        failure = environment_failure(err, f"the episode of {query.query_id}")
+        rows.append(_env_error_row(query, cell, len(rows) + 1, str(failure)))
     return rows
+
+
+def _agent_raised(err: Exception) -> AgentFailure:
+    """An agent's own code raised on what it was sent (a reply it could not read, a peer's
+    message it could not decode): the agent failed, not the environment."""
+    log.error("the agent raised %s", type(err).__name__, exc_info=err)
+    return AgentFailure(f"the agent raised {type(err).__name__}: {err}"[:2000])
 
 
 def _why_over(loop: EpisodeLoop) -> str:
@@ -358,6 +373,5 @@ def _row(
 
 
 def _env_error_row(query: Query, cell: Cell, turn: int, error: str) -> dict[str, Any]:
-    log.error("environment failure in %s:\n%s", query.query_id, traceback.format_exc())
     failed = StepResult("", StepStatus.ENV_ERROR, "", error=error, done=True)
     return _row(query, cell, turn, Reply(""), failed, 0.0)

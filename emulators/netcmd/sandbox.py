@@ -17,10 +17,10 @@ import enum
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from emulators import cgroup
 from emulators.base import CommandResult, Emulator
 from emulators.netcmd import budget, confine, kinds, vtysh
 from emulators.netcmd.policy import check
+from pipeline import cgroup
 from pipeline.core import StepStatus
 
 

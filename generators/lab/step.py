@@ -13,7 +13,7 @@ from typing import Any
 
 from emulators.netcmd.sandbox import STEP_STATUS, CommandSandbox, SandboxResult, Status
 from generators.lab.reply import Command, parse_reply
-from pipeline.core import StepStatus
+from pipeline.api import StepStatus
 
 
 @dataclass

@@ -36,7 +36,7 @@ from emulators.pysandbox import graphdiff
 from generators.malt import intended as intent
 from generators.malt import plancheck
 from generators.malt.checker import SafetyChecker
-from pipeline.core import (
+from pipeline.api import (
     Outcome,
     Query,
     StepResult,

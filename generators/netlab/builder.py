@@ -14,7 +14,15 @@ from dataclasses import dataclass, field, replace
 
 from generators.netlab import addressing as ip
 from generators.netlab import intents
-from generators.netlab.spec import Area, BenignSlot, NetSpec, Router, Session, Switch
+from generators.netlab.spec import (
+    XLARGE_MIN_HOSTS,
+    Area,
+    BenignSlot,
+    NetSpec,
+    Router,
+    Session,
+    Switch,
+)
 from generators.netlab.wiring import Wiring
 
 BACKUP_COST = 1000
@@ -253,6 +261,11 @@ class Builder:
 
 def _area_order(item: tuple[str, str]) -> tuple[int, ...]:
     return tuple(int(x) for x in item[0].split("."))
+
+
+def host_counts(rng: random.Random, size: str, lans: int, low: int = 1, high: int = 3) -> list[int]:
+    """Hosts per LAN for a lab of `size`: an xlarge lab gets at least 48 in all."""
+    return spread(rng, lans, low, high, XLARGE_MIN_HOSTS if size == "xlarge" else 0)
 
 
 def spread(rng: random.Random, lans: int, low: int, high: int, at_least: int = 0) -> list[int]:

@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import random
 
-from generators.netlab.builder import Builder
-from generators.netlab.families import host_counts
+from generators.netlab.builder import Builder, host_counts
 
 MAX_SWITCHES = 24  # VLAN ids 10 x i + j stay below 255
 

@@ -13,7 +13,7 @@ from collections import Counter
 from generators.netlab import addressing as ip
 from generators.netlab import naming
 from generators.netlab.spec import SIZES, XLARGE_MIN_HOSTS, NetSpec
-from pipeline.errors import ConfigError
+from pipeline.api import ConfigError
 
 
 def problems(spec: NetSpec) -> list[str]:

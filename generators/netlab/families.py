@@ -1,9 +1,7 @@
-"""The topology families, and `build(family, size, variant)`: one seeded NetSpec.
+"""The families chain, ring, mesh and leafspine (campus.py and isp.py hold the other two).
 
-`build` is pure: its own stream `random.Random("netlab:<family>:<size>:<variant>")` (as
-k8s's `callgraph.generated`) draws the router count within the size's range (unless
-`routers` is given), then the family's shape. Structural options alternate with the
-variant so that any 4 consecutive variants hold each of them:
+Each fills a Builder from the lab's own stream (catalogue.py: `build`). Structural options
+alternate with the variant so that any 4 consecutive variants hold each of them:
 
   chain      r1..rN. Even variants: one OSPF area 0. Odd: two ASes (65001 | 65002), OSPF
              inside each, eBGP between the borders, which announce their AS's LANs and
@@ -24,52 +22,11 @@ from __future__ import annotations
 import random
 
 from generators.netlab import addressing as ip
-from generators.netlab.builder import Builder, spread
-from generators.netlab.spec import FAMILIES, SIZES, XLARGE_MIN_HOSTS, BenignSlot, NetSpec
-from pipeline.errors import ConfigError
+from generators.netlab.builder import Builder, host_counts
 
 SITES = {"chain": 1, "ring": 2, "mesh": 3, "leafspine": 4}  # the second octet of their LANs
-DECOMMISSIONED_PEER = "172.16.255.254"  # in the link plan, never a link's (id 16383)
 SPINE_AS, LEAF_AS = 65000, 65100
 CHAIN_AS = (65001, 65002)
-
-
-def build(family: str, size: str, variant: int, routers: int | None = None) -> NetSpec:
-    """The NetSpec of `family` at `size`, variant `variant` (>= 0); `routers` fixes the
-    router count within the size's range (the bench's xlarge labs: 24)."""
-    if family not in FAMILIES:
-        raise ConfigError(f"netlab family {family!r}: choose one of {', '.join(FAMILIES)}")
-    if size not in SIZES:
-        raise ConfigError(f"netlab size {size!r}: choose one of {', '.join(SIZES)}")
-    if not isinstance(variant, int) or variant < 0:
-        raise ConfigError(f"netlab variant {variant!r}: a non-negative integer")
-    low, high = SIZES[size]
-    if routers is not None and not low <= routers <= high:
-        raise ConfigError(f"netlab {size} labs have {low}..{high} routers, not {routers}")
-    rng = random.Random(f"netlab:{family}:{size}:{variant}")
-    n = rng.randint(low, high) if routers is None else routers
-    name = f"{family}-{size}-{variant}" + ("" if routers is None else f"-n{routers}")
-    b = Builder(family, size, variant, name)
-    if family == "campus":
-        from generators.netlab.campus import campus
-
-        campus(b, rng, n)
-    elif family == "isp":
-        from generators.netlab.isp import isp
-
-        isp(b, rng, n)
-    else:
-        {"chain": chain, "ring": ring, "mesh": ring, "leafspine": leafspine}[family](b, rng, n)
-    candidates(b, rng)
-    spec = b.finish()
-    from generators.netlab.checks import check
-
-    check(spec)
-    return spec
-
-
-def host_counts(rng: random.Random, size: str, lans: int, low: int = 1, high: int = 3) -> list[int]:
-    return spread(rng, lans, low, high, XLARGE_MIN_HOSTS if size == "xlarge" else 0)
 
 
 def chain(b: Builder, rng: random.Random, n: int) -> None:
@@ -169,45 +126,3 @@ def leafspine(b: Builder, rng: random.Random, n: int) -> None:
     b.servers(service, site)
     b.announce(service, ip.lan_subnet(site, ip.SERVER_LAN))
     b.ecmp_width = spines
-
-
-def candidates(b: Builder, rng: random.Random) -> None:
-    """Places where a query may add a benign anomaly as intended state (not built here)."""
-    routers = [r.name for r in b._routers]
-    bgp = [r.name for r in b._routers if r.asn]
-    links = [x for x in b._links if x.role == "primary"]
-    slots = [
-        BenignSlot(
-            "sinkhole",
-            rng.choice(routers),
-            f"route:{ip.SINKHOLE}",
-            "sinkhole for retired addresses, by design",
-        ),
-        BenignSlot(
-            "acl_telnet",
-            rng.choice(routers),
-            "iptables:filter:FORWARD",
-            "telnet (TCP 23) denied by policy",
-        ),
-    ]
-    if links:
-        x = rng.choice(links)
-        slots.append(
-            BenignSlot(
-                "mtu_clamp",
-                x.a,
-                f"link:{b._links.index(x) + 1}",
-                "MTU 1400 with TCP MSS clamping, by design",
-            )
-        )
-        # "link:<id>" becomes the link's interface on x.a once ports are named (finish)
-    if bgp:
-        slots.append(
-            BenignSlot(
-                "bgp_decommissioned",
-                rng.choice(bgp),
-                f"bgp:{DECOMMISSIONED_PEER}",
-                "decommissioned peer, kept shut",
-            )
-        )
-    b.benign.extend(slots)

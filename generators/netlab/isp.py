@@ -17,8 +17,7 @@ from __future__ import annotations
 import random
 
 from generators.netlab import addressing as ip
-from generators.netlab.builder import Builder
-from generators.netlab.families import host_counts
+from generators.netlab.builder import Builder, host_counts
 
 PROVIDER_AS, CUSTOMER_AS = 65000, 64512
 PROVIDERS = {"small": 1, "medium": 2, "large": 3, "xlarge": 3}

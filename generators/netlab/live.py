@@ -27,7 +27,7 @@ from emulators.probe import PROTOCOLS, Flow
 from generators.netlab.frrconf import all_configs
 from generators.netlab.spec import NetSpec
 from generators.routing.frr.daemons import RouterDaemons, cleanup_stale
-from pipeline.errors import EnvironmentFailure
+from pipeline.api import EnvironmentFailure
 
 CONVERGE_S = 60.0
 POLL_S = 0.2

@@ -12,9 +12,12 @@ routed traffic only. Every segment with two ends is a direct domain (one veth pa
 from __future__ import annotations
 
 from collections import Counter
+from typing import TYPE_CHECKING
 
 from emulators.base import Bridge, Device, Interface, Lab
-from generators.netlab.spec import NetSpec
+
+if TYPE_CHECKING:
+    from generators.netlab.spec import NetSpec
 
 NO_REDIRECTS = ("send_redirects", "accept_redirects")
 ROUTER_SYSCTLS = (

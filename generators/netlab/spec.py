@@ -39,8 +39,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from pipeline.core import canonical_json
-from pipeline.errors import ConfigError
+from pipeline.api import ConfigError, canonical_json
 
 SPEC_VERSION = 1  # bumped when a field changes meaning; part of every key
 FAMILIES = ("chain", "ring", "mesh", "leafspine", "campus", "isp")

@@ -20,7 +20,7 @@ environment (lab pool, episodes), scoring (pure, from step evidence), app (the
 pipeline.core.App), bench (both backends timed on the paper's lab; levels 4 and 5 sized).
 """
 
-from pipeline.registry import AppSpec
+from pipeline.api import AppSpec, BenchSpec
 
 APP_VERSION = "3"  # 2: distinct keys per seed slot; 3: end-to-end checks, lasting state only
 APP = AppSpec(
@@ -28,4 +28,9 @@ APP = AppSpec(
     app=".app:NetLLMBenchApp",
     config=".config:NetLLMBenchConfig",
     version=APP_VERSION,
+    levels=(1, 2, 3, 4, 5),  # 4 and 5: goals over an addressing plan (goals.py)
+    benches=(
+        BenchSpec("emulators", ".bench:run_all", default=True),
+        BenchSpec("netllmbench_levels", ".bench:run_levels"),
+    ),
 )

@@ -17,7 +17,7 @@ from generators.lab.diagnostics import diagnose
 from generators.lab.reply import REPLY_FORMAT
 from generators.lab.step import CommandStep, play_command
 from generators.routing.checks import Connectivity
-from pipeline.core import Query, StepResult, StepStatus
+from pipeline.api import Query, StepResult, StepStatus
 
 
 class ProbedEpisode:

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from generators.routing.checks import Connectivity
-from pipeline.core import Outcome, Query, StepResult, StepStatus, Verdict, outcome_for_status
+from pipeline.api import Outcome, Query, StepResult, StepStatus, Verdict, outcome_for_status
 
 MAX_PAIRS_KEPT = 5
 

@@ -43,12 +43,14 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from pipeline.agents import EpisodeEnd, Exchange, Probe, Reply
+from pipeline.config import load_choice
 from pipeline.core import App, Query, diagnostics, observation_changes
 from pipeline.errors import ContextOverflow
 from pipeline.llm import context, examples, prompts
 from pipeline.llm.config import LLMAgentConfig
 from pipeline.llm.models import ChatBackend, ModelPool
 from pipeline.serving.client import ChatResult, RequestRejected
+from pipeline.untrusted import JSON
 
 PURPOSES = {
     "reprompt": "re-prompt",
@@ -69,8 +71,6 @@ class LLMAgent:
         self._backend = models.backend(model)
         self._master: ChatBackend | None = None
         if self.cfg.repair.master_model:
-            from pipeline.config import load_choice
-
             self._master = models.backend(load_choice("model", self.cfg.repair.master_model))
         self._library = examples.library(getattr(app, "few_shot", ()), self.cfg.library)
         self._shown: dict[str, list[tuple[str, str]]] = {}  # query id -> its examples
@@ -302,7 +302,7 @@ class LLMAgent:
 
 def _object(text: str) -> dict[str, Any] | None:
     try:
-        value = json.loads(text)
+        value = JSON.decode(text)
     except (ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
@@ -315,7 +315,7 @@ def _arguments(text: str, name: str) -> dict[str, Any] | None:
     if found is not None:
         return found
     try:
-        items = json.loads(text)
+        items = JSON.decode(text)
     except (ValueError, RecursionError):
         return None
     for item in items if isinstance(items, list) else []:

@@ -27,6 +27,7 @@ from omegaconf import OmegaConf
 from pipeline.errors import ConfigError
 from pipeline.serving.client import ChatClient, ChatResult, Sampling
 from pipeline.serving.config import VllmModelConfig
+from pipeline.serving.server import open_endpoint
 
 
 class ChatBackend:
@@ -88,8 +89,6 @@ class ModelPool:
             return self._backends[model.name]
 
     def _open(self, model: VllmModelConfig) -> ChatBackend:
-        from pipeline.serving.server import open_endpoint
-
         endpoint = self._starter.submit(
             self._stack.enter_context, open_endpoint(model, self._data_dir)
         ).result()

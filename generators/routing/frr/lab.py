@@ -37,10 +37,10 @@ from emulators.base import EMULATORS, Reachability
 from emulators.netcmd.sandbox import CommandSandbox
 from emulators.probe import PROTOCOLS, Flow
 from generators.routing.checks import Connectivity
-from generators.routing.faults import Fault
+from generators.routing.faults import Fault, InjectionFailed
 from generators.routing.frr.daemons import RouterDaemons, cleanup_stale
 from generators.routing.frr.topology import DEAD, FrrTopology
-from pipeline.errors import EnvironmentFailure
+from pipeline.api import EnvironmentFailure
 
 CONVERGE_S = 40.0  # longest wait for the healthy network to work after a (re)start
 SETTLE_MAX_S = 30.0  # longest wait for the routing state to stop changing
@@ -110,9 +110,12 @@ class FrrLab:
         self.close()
 
     def close(self) -> None:
-        if self.daemons is not None:
-            self.daemons.remove()
-        self.emu.stop()
+        """Stop the daemons and the lab, the lab even when stopping the daemons fails."""
+        try:
+            if self.daemons is not None:
+                self.daemons.remove()
+        finally:
+            self.emu.stop()
 
     def _start(self) -> None:
         assert self.daemons is not None
@@ -282,8 +285,6 @@ class FrrLab:
     def inject(self, faults: Sequence[Fault]) -> None:
         """Run the faults' injections: vtysh through the router's own socket, other
         argv on the device. One that fails is an EnvironmentFailure (InjectionFailed)."""
-        from generators.routing.environment import InjectionFailed
-
         assert self.daemons is not None
         for fault in faults:
             for machine, argv in fault.inject:

@@ -8,7 +8,7 @@ agents' actions run now), with the ratio jailed / bare:
     that adds a route, with and without the count of the device's routes before it;
   - a kubectl command (`kubectl get networkpolicies`) against an emulated cluster.
 
-    python -m pipeline.isolation_bench     # or: python -m pipeline.bench --only isolation
+    python -m generators.benches.isolation     # or: python -m pipeline.bench --only isolation
 """
 
 from __future__ import annotations
@@ -21,6 +21,13 @@ import sys
 import time
 from collections.abc import Callable
 from typing import Any
+
+from emulators.k8s.cluster import EmulatedCluster
+from emulators.k8s.kubectl import parse
+from emulators.mininet.emulator import MininetEmulator
+from emulators.netcmd.sandbox import CommandSandbox
+from generators.k8s import boutique
+from generators.routing.topology import RoutingTopology
 
 
 def _median_ms(action: Callable[[], object], runs: int, warmup: int = 3) -> float:
@@ -35,10 +42,6 @@ def _median_ms(action: Callable[[], object], runs: int, warmup: int = 3) -> floa
 
 
 def lab_command(runs: int = 60) -> dict[str, Any]:
-    from emulators.mininet.emulator import MininetEmulator
-    from emulators.netcmd.sandbox import CommandSandbox
-    from generators.routing.topology import RoutingTopology
-
     topo = RoutingTopology(2, 1)
     with MininetEmulator() as emu:
         emu.build(topo.lab())
@@ -60,10 +63,6 @@ def lab_command(runs: int = 60) -> dict[str, Any]:
 
 
 def kubectl_command(runs: int = 30) -> dict[str, Any]:
-    from emulators.k8s.cluster import EmulatedCluster
-    from emulators.k8s.kubectl import parse
-    from generators.k8s import boutique
-
     cmd = parse("kubectl get networkpolicies")
     with EmulatedCluster(boutique.cluster_objects(), boutique.intended_policies()) as cluster:
         client = cluster.client

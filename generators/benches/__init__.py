@@ -1,0 +1,13 @@
+"""Benchmarks that cut across apps, so they live above them: no app imports this package.
+
+Modules: isolation (what the jails cost per action: a lab command and a kubectl command,
+bare vs jailed), checks (what the lab apps' intended-state checks cost per episode, and
+the prober against fping).
+"""
+
+from pipeline.api import BenchSpec
+
+BENCHES = [
+    BenchSpec("isolation", ".isolation:run_all", default=True),
+    BenchSpec("checks", ".checks:bench"),
+]
