@@ -5,6 +5,7 @@
     python -m pipeline.bench --list          # every benchmark, where it is declared
     NETGAUGE_BENCH_QUERIES=200 python -m pipeline.bench --only validity   # not in `make bench`
     python -m pipeline.bench --only sweep    # the default grid from empty (~10 min; not in it)
+    python -m pipeline.bench --only bounds   # kernel memory a lab can be made to hold (~10 min)
 
 A benchmark is declared where its code lives (`BenchSpec` in pipeline/registry.py): an app's
 in its `AppSpec.benches`, any other package's in its `BENCHES`; the pipeline's own (the smoke

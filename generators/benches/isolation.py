@@ -5,7 +5,7 @@ straight in the device's or API server's network namespace, as root) and jailed 
 agents' actions run now), with the ratio jailed / bare:
 
   - a lab command (`ip -br addr` on a Mininet router), through emulators/netcmd; and one
-    that adds a route, with and without the count of the device's routes before it;
+    that adds a route, with and without the count of the device's objects around it;
   - a kubectl command (`kubectl get networkpolicies`) against an emulated cluster.
 
     python -m generators.benches.isolation     # or: python -m pipeline.bench --only isolation
@@ -51,7 +51,7 @@ def lab_command(runs: int = 60) -> dict[str, Any]:
             runs,
         )
         jailed = _median_ms(lambda: sandbox.run("r0", "ip -br addr"), runs)
-        # A command that adds (a route) has the device's routes counted first.
+        # A command that changes state has the device's objects counted before and after it.
         add = "ip route replace 10.9.0.0/24 dev r0-eth1"
         counted = _median_ms(lambda: sandbox.run("r0", add), runs)
         sandbox._netns = None  # the same sandbox without the count

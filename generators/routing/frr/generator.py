@@ -8,7 +8,8 @@ each on routers the others left where possible. Validation, on a lab of that top
   2. all together must break one, still after the final settle window: a null agent fails;
   3. the oracle's fixes, sent through the command sandbox like an agent's, must each run
      cleanly and never make a working flow fail, and the network must end with every flow
-     working, still after the final window (durable).
+     working and the whole intended protocol state (frr/intent.py), still after the final
+     window (durable).
 The faults' order of fixing is tried as drawn, then reversed. The key is the topology and
 the faults as injected (generators/routing/generator.py's fault_key, a free number
 counting once), so seeds and repeats behave as on levels 1-3.
@@ -143,11 +144,12 @@ def _fix(lab: FrrLab, faults: list[Fault]) -> list[dict[str, str]] | str:
             lost = after.lost_since(before)
             if lost:
                 return f"oracle command `{command}` broke {lost}"
-            if after.full:
+            if after.repaired:
                 return used
             before = after
     failing = {p: len(r.failed) for p, r in before.by_protocol.items() if not r.full}
-    return f"after every fix these flows still fail: {failing}"
+    gaps = [g.what for g in before.gaps or ()][:3]
+    return f"after every fix these flows still fail: {failing}; protocol state lacking: {gaps}"
 
 
 def _undo(lab: FrrLab, fault: Fault) -> bool:
