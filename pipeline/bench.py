@@ -300,9 +300,21 @@ def bench_decoding(data: Path) -> dict[str, Any]:
     return decoding_bench.run()
 
 
+def bench_fuzz(data: Path) -> dict[str, Any]:
+    """The reply fuzzer at length (pipeline/fuzz/): hostile replies through every app's
+    live step and every agent door; replies tried per app and door, the crashes found
+    (each with its reproducer). Needs root (the lab apps)."""
+    from pipeline.fuzz.run import bench
+
+    return bench(FUZZ_BUDGET, door_turns=200)
+
+
+# Replies per fuzz target in `make bench` (CI runs tests/test_fuzz.py's smaller budget).
+FUZZ_BUDGET = {"malt": 3000, "malt_google": 300, "k8s": 600, "routing": 1000,
+               "routing_frr": 150, "netllmbench": 1000}  # fmt: skip
 # `make bench` runs these; others only with --only.
 DEFAULT = ("isolation", "emulators", "routing", "analysis", "k8s", "malt", "malt_plans",
-           "sandbox", "smoke", "serving", "binding", "gym")  # fmt: skip
+           "sandbox", "smoke", "serving", "binding", "gym", "fuzz")  # fmt: skip
 BENCHMARKS: dict[str, Bench] = {
     "validity": bench_validity,
     "decoding": bench_decoding,
@@ -324,6 +336,7 @@ BENCHMARKS: dict[str, Bench] = {
     "binding": bench_binding,
     "gym": bench_gym,
     "slurm": bench_slurm,
+    "fuzz": bench_fuzz,
 }
 
 

@@ -41,7 +41,20 @@ _FAILED = {
     TaskState.TASK_STATE_CANCELED,
     TaskState.TASK_STATE_AUTH_REQUIRED,
 }
-ERRORS = (A2AError, httpx.HTTPError, json_format.ParseError, ValueError)
+# What the SDK raises on an answer it cannot read (each seen by pipeline/fuzz): a body or
+# card nested past the JSON parser's depth (RecursionError), a result of the wrong JSON
+# type (TypeError), an enum given as 1e309 (OverflowError), a field name protobuf's C
+# parser chokes on (SystemError).
+ERRORS = (
+    A2AError,
+    httpx.HTTPError,
+    json_format.ParseError,
+    ValueError,
+    RecursionError,
+    TypeError,
+    OverflowError,
+    SystemError,
+)
 
 
 class Conversation:
@@ -83,7 +96,7 @@ class Conversation:
             raise AgentFailure(reason, calls=[self._call(text, "", started)]) from err
         call = self._call(text, reply, started, state, usage)
         if state in _FAILED:
-            name = TaskState.Name(state)
+            name = _state_name(state)
             raise AgentFailure(f"the A2A agent's task ended {name}: {reply[:500]!r}", calls=[call])
         return Reply(
             reply,
@@ -154,7 +167,7 @@ class Conversation:
             "latency_s": time.monotonic() - started,
             "ttft_s": None,
             "tokens_per_s": None,
-            "finish_reason": TaskState.Name(state) if state is not None else None,
+            "finish_reason": _state_name(state) if state is not None else None,
             "request": request[:MAX_STORED],
             "response": response[:MAX_STORED],
             "dropped_turns": 0,
@@ -207,6 +220,14 @@ def _usage(message: ProtoMessage) -> dict[str, Any]:
     meta = json_format.MessageToDict(message.metadata) if message.HasField("metadata") else {}
     usage = meta.get("usage")
     return usage if isinstance(usage, dict) else {}
+
+
+def _state_name(state: int) -> str:
+    """A task state's name; an agent may send a number no state has (protobuf keeps it)."""
+    try:
+        return TaskState.Name(state)
+    except ValueError:
+        return f"TASK_STATE_UNKNOWN_{state}"
 
 
 def _count(value: Any) -> int | None:

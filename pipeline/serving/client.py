@@ -247,7 +247,7 @@ class ChatClient:
         """One stream event as a JSON object; anything else is the endpoint's failure."""
         try:
             chunk = json.loads(data)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
             chunk = None
         if not isinstance(chunk, dict):
             raise EnvironmentFailure(
@@ -353,7 +353,7 @@ def _json_or_text(body: bytes) -> Any:
     text = body.decode("utf-8", errors="replace")
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return text
 
 

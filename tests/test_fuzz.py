@@ -1,0 +1,76 @@
+"""The reply fuzzer in CI: a fixed, seeded budget of hostile replies through every app's
+live step and every agent door (pipeline/fuzz/), and the property holds: no exception
+leaves a step, a diagnostic, a reset, the scorer or a door; every step is typed with a
+reason; the environment is as usable after the run as before it.
+
+One live environment per app serves all of its replies (labs built once). The long run is
+`python -m pipeline.bench --only fuzz` (data/bench/fuzz.json). A failure lists each
+finding with the reply that caused it: make it a named test in tests/test_fuzz_regressions.py.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipeline.fuzz import targets
+from pipeline.fuzz.run import AppRun, fuzz_app
+from tests.conftest import require, require_emulator, require_root
+
+pytestmark = pytest.mark.integration
+
+SEED = "ci"
+# target: (replies in the live episodes, turns per agent door); the seconds each takes on
+# two shared cores are in the test durations (CI budget: 3 minutes in all).
+BUDGETS = {
+    "malt": (200, 10),
+    "k8s": (60, 8),
+    "routing": (60, 8),
+    "routing_frr": (14, 4),
+    "netllmbench": (60, 8),
+}
+
+
+def _requirements(name: str) -> None:
+    if name == "malt":
+        return
+    if name == "k8s":
+        require_root("the k8s app needs root (network namespaces)")
+        require(shutil.which("iptables-nft-restore") is not None, "iptables is not installed")
+        kubectl = Path(sys.executable).with_name("kubectl").exists() or shutil.which("kubectl")
+        require(bool(kubectl), "kubectl is not installed (scripts/setup.sh)")
+        return
+    require_emulator("mininet")
+    if name == "routing_frr":
+        from generators.routing.frr.daemons import installed
+
+        missing = installed()
+        require(missing is None, missing or "")
+
+
+def report(run: AppRun) -> str:
+    """Each finding with its reproducer, for the failure message."""
+    lines = [f"{len(run.findings)} finding(s) fuzzing {run.target}:"]
+    for f in run.findings:
+        lines += [
+            f"- {f.target} {f.where}: {f.kind}: {f.message[:300]}",
+            f"  reply ({f.length} chars): {f.reply[:400]!r}",
+            *(f"  {line}" for line in f.trace.splitlines()[-6:]),
+        ]
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("name", list(BUDGETS))
+def test_no_hostile_reply_or_door_answer_breaks_an_episode(name):
+    _requirements(name)
+    replies, turns = BUDGETS[name]
+    target = targets.TARGETS[name]()
+    run = fuzz_app(target, replies, turns, SEED, door_replies=6)
+    assert run.findings == [], report(run)
+    assert run.tally.tried >= replies  # every reply was played (and the doors' on top)
+    assert all(d.tried >= turns for d in run.doors) and len(run.doors) == 5
+    ran = sum(n for status, n in run.tally.statuses.items() if status in ("ok", "exec_error"))
+    assert ran > 0  # some replies reached the environment, not only its parser

@@ -1,0 +1,135 @@
+"""Every crash the reply fuzzer found in an agent door, as a named test (pipeline/fuzz/).
+
+Each hostile peer is one of our own loopback servers (pipeline/fuzz/peers.py) answering
+the exact bytes the fuzzer sent; the door must end the turn typed: a reply, an
+AgentFailure (agent_error), or an EnvironmentFailure for a broken model endpoint.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from generators.lab.reply import Command, CommandReplyFormat, parse_reply
+from pipeline.a2a.conversation import Conversation
+from pipeline.errors import AgentFailure, EnvironmentFailure
+from pipeline.fuzz.peers import serve, sse
+from pipeline.serving.client import ChatClient
+
+DEEP = "[" * 200_000 + "]" * 200_000
+
+
+def _card(url: str, extra: str = "") -> bytes:
+    card = {
+        "name": "hostile", "description": "d", "version": "1", "capabilities": {},
+        "supportedInterfaces": [
+            {"url": f"{url}/", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+        ],
+        "defaultInputModes": ["text"], "defaultOutputModes": ["text"], "skills": [],
+    }  # fmt: skip
+    return (json.dumps(card)[:-1] + extra + "}").encode("utf-8", "surrogatepass")
+
+
+def _a2a(result: str = "", card: str = "") -> str:
+    """The turn's outcome with an A2A agent answering `result` (JSON text) after `card`:
+    'reply: <text>' or the failure's type and message."""
+    base: list[str] = []
+
+    def answer(method: str, path: str, body: bytes) -> tuple[int, str, bytes]:
+        if method == "GET":
+            return 200, "application/json", _card(base[0], card)
+        ident = json.dumps(json.loads(body)["id"])
+        text = f'{{"jsonrpc": "2.0", "id": {ident}, "result": {result}}}'
+        return 200, "application/json", text.encode("utf-8", "surrogatepass")
+
+    with serve(answer) as url:
+        base.append(url)
+        talk = Conversation(url, {}, 10, 20)
+        try:
+            return f"reply: {talk.send('task').text}"
+        except AgentFailure as err:
+            return f"{type(err).__name__}: {err}"
+        finally:
+            talk.close()
+
+
+MESSAGE = '{"message": {"messageId": "m", "role": "ROLE_AGENT", "parts": [{"text": "42"}]}}'
+
+
+def test_an_a2a_answer_nested_200000_deep_is_agent_error():
+    assert _a2a(DEEP).startswith("AgentFailure: ") and "RecursionError" in _a2a(DEEP)
+    usage = MESSAGE.replace('"parts"', f'"metadata": {{"usage": {DEEP}}}, "parts"')
+    assert "RecursionError" in _a2a(usage)
+
+
+def test_an_a2a_agent_card_nested_200000_deep_is_agent_error():
+    got = _a2a(MESSAGE, card=f', "x": {DEEP}')
+    assert got.startswith("AgentFailure: ") and "RecursionError" in got
+
+
+def test_an_a2a_card_with_a_lone_surrogate_for_a_key_is_agent_error():
+    """The card's bytes hold a key that is a lone surrogate (0xED 0xA0 0x80): protobuf's
+    C parser raised SystemError on it."""
+    got = _a2a(MESSAGE, card=', "\ud800": 1')
+    assert got.startswith("AgentFailure: ") and "SystemError" in got, got
+
+
+def test_an_a2a_result_of_the_wrong_json_type_is_agent_error():
+    for result in ("18446744073709551616", '"text"', "[1, 2]", "null"):
+        assert _a2a(result).startswith("AgentFailure: "), result
+
+
+def test_an_a2a_task_state_no_state_has_is_read_not_raised():
+    artifact = '{"artifactId": "a", "parts": [{"text": "42"}]}'
+    task = '{"task": {"id": "t", "contextId": "c", "status": {"state": %s}, "artifacts": [%s]}}'
+    task = task.replace("[%s]", f"[{artifact}]")
+    assert _a2a(task % "-1") == "reply: 42"  # protobuf keeps the number; the call names it
+    assert _a2a(task % "-1e309").startswith("AgentFailure: ")  # no integer at all
+
+
+def _chat(body: bytes, status: int = 200) -> str:
+    async def ask(url: str) -> str:
+        async with ChatClient(f"{url}/v1", "m", connect_retries=0) as client:
+            return (await client.chat([{"role": "user", "content": "hi"}])).text
+
+    import asyncio
+
+    with serve(lambda m, p, b: (status, "text/event-stream", body)) as url:
+        try:
+            return f"reply: {asyncio.run(ask(url))}"
+        except EnvironmentFailure as err:
+            return f"{type(err).__name__}: {err}"
+
+
+USAGE = '{"choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": 1}}'
+
+
+def test_a_model_stream_line_nested_200000_deep_is_env_error():
+    got = _chat(sse([DEEP, USAGE]))
+    assert got.startswith("EnvironmentFailure: ") and "not a JSON object" in got
+
+
+def test_a_model_error_body_nested_200000_deep_is_env_error():
+    got = _chat(('{"error": ' + DEEP + "}").encode(), status=500)
+    assert got.startswith("EnvironmentFailure: ") and "(HTTP 500) failed" in got
+
+
+@pytest.mark.parametrize("number", ["1" * 4301, "-" + "9" * 5000])
+def test_a_lab_reply_with_an_integer_past_4300_digits_is_read_not_raised(number):
+    """The LLM agent's repair chain reads every reply with `check` (outside any step):
+    a ValueError from json's integer limit failed the cell from there (fixed on wt/border:
+    the reply's JSON is read with every number JSON allows)."""
+    reply = '{"machine": "r0", "command": "ip -br addr", "n": ' + number + "}"
+    assert parse_reply(reply) == Command("r0", "ip -br addr")
+    assert CommandReplyFormat(Command("r0", "ip r")).check(reply) is None
+
+
+@pytest.mark.parametrize("what", [{"a": {"a": 1}}, ["routes"], None, 7])
+def test_show_with_a_what_that_is_no_string_says_what_it_needs(what):
+    """An MCP or tool-calling agent's `show` arguments are decoded JSON: an object for
+    `what` raised TypeError (unhashable) out of the diagnostic, failing the cell."""
+    from generators.lab.diagnostics import diagnose
+
+    shown = diagnose(None, "show", {"machine": "r0", "what": what})  # type: ignore[arg-type]
+    assert shown.startswith('show needs "what", one of: addresses')
