@@ -87,6 +87,6 @@ TARGETS: dict[str, Callable[..., Target]] = {
     "malt_google": malt_google,
     "k8s": k8s,
     "routing": routing,
-    "routing_frr": lambda **kw: routing(levels=(4, 5), **kw),
+    "routing_frr": lambda levels=(4, 5), **kw: routing(levels=levels, **kw),
     "netllmbench": netllmbench,
 }
