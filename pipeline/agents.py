@@ -30,6 +30,7 @@ from typing import Any, Protocol
 from omegaconf import DictConfig
 
 from pipeline.core import App, Query
+from pipeline.heartbeat import waiting
 from pipeline.registry import AgentSpec
 
 
@@ -77,15 +78,23 @@ def agent_episode(
     e.g. running code on a copy of MALT's graph), when the app has any."""
     opener = getattr(agent, "episode", None)
     if opener is None:
-        return _nothing()
+        return _nothing(query)
     if probe is not None and "probe" in inspect.signature(opener).parameters:
-        return opener(query, max_turns, probe=probe)
-    return opener(query, max_turns)
+        return _shown(query, opener(query, max_turns, probe=probe))
+    return _shown(query, opener(query, max_turns))
 
 
 @contextlib.contextmanager
-def _nothing() -> Iterator[EpisodeEnd]:
-    yield EpisodeEnd()
+def _nothing(query: Query) -> Iterator[EpisodeEnd]:
+    with waiting(f"episode {query.query_id}"):
+        yield EpisodeEnd()
+
+
+@contextlib.contextmanager
+def _shown(query: Query, block: AbstractContextManager[EpisodeEnd]) -> Iterator[EpisodeEnd]:
+    """The agent's block, shown by the job's heartbeat while it lasts (pipeline/heartbeat.py)."""
+    with waiting(f"episode {query.query_id}"), block as end:
+        yield end
 
 
 class OracleAgent:

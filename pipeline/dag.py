@@ -24,7 +24,9 @@ from pipeline.files import write_whole
 from pipeline.plan import Plan, load_plan
 from pipeline.records import shard_rows
 
-STAGE_CMD = f"{shlex.quote(sys.executable)} -m pipeline.stages"
+# The rules send a job's output to its log; `3>&2` first hands the console over as file
+# descriptor 3, where the job's heartbeat goes too (pipeline/heartbeat.py).
+STAGE_CMD = f"NETGAUGE_CONSOLE_FD=3 {shlex.quote(sys.executable)} -m pipeline.stages 3>&2"
 _NAME = r"[a-z0-9][a-z0-9_.-]*"
 WILDCARDS = {
     "app": _NAME,

@@ -13,6 +13,7 @@ from pipeline.capacity import check_request
 from pipeline.cells import cell_from_config
 from pipeline.core import App, Query, canonical_json
 from pipeline.focus import generate_kwargs, weights
+from pipeline.heartbeat import waiting
 from pipeline.records import read_shard, shard_hash, shard_rows, to_table, write_shard
 
 log = logging.getLogger(__name__)
@@ -44,8 +45,10 @@ def generate(cfg: DictConfig, app: App | None = None) -> Path:
         **generate_kwargs(app, focus),
     )
     stored = canonical_json(focus) if focus else ""
-    for query in tqdm(queries, total=count, desc=f"generate {cell.query_part}", unit="q"):
-        rows.append(query_row(query, app.version, cell.app_variant) | {"focus": stored})
+    bar = tqdm(queries, total=count, desc=f"generate {cell.query_part}", unit="q")
+    with waiting(f"the next query of {cell.query_part} (drawn, then validated live)"):
+        for query in bar:
+            rows.append(query_row(query, app.version, cell.app_variant) | {"focus": stored})
     write_shard("queries", to_table("queries", rows), path, config_hash=digest)
     log.info("wrote %d queries to %s", len(rows), path)
     return path

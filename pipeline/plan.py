@@ -211,6 +211,7 @@ def plan_name(grid: str, axes: Mapping[str, Any]) -> str:
 def _grid_cells(grid: Any, agents: Mapping[str, Any], data_dir: str) -> list[Cell]:
     """Every cell of a grid but the excluded; agents that need no model get model=none."""
     from pipeline.build import cell_config
+    from pipeline.preflight import check_cell
 
     excluded = [dict(entry) for entry in grid.get("exclude", [])]
     variants = [variant_overrides(v, f"grid '{grid.name}': variants entry") for v in grid.variants]
@@ -223,7 +224,9 @@ def _grid_cells(grid: Any, agents: Mapping[str, Any], data_dir: str) -> list[Cel
             combo = (app, agent, model, overrides)
             if combo not in found:
                 draft = Cell(app, model, agent, 1, 0, 1, overrides=overrides)
-                found[combo] = cell_from_config(cell_config(draft, data_dir))
+                cfg = cell_config(draft, data_dir)
+                check_cell(cfg, probe=False)  # a missing agent.url fails here, not in a job
+                found[combo] = cell_from_config(cfg)
             variant, app_variant = found[combo].variant, found[combo].app_variant
             for level, seed, count in itertools.product(grid.levels, grid.seeds, counts):
                 cell = Cell(app, model, agent, level, seed, count, variant, app_variant, overrides)

@@ -31,6 +31,7 @@ from google.protobuf.message import Message as ProtoMessage
 
 from pipeline.agents import Reply
 from pipeline.errors import AgentFailure, AgentTimeout
+from pipeline.heartbeat import waiting
 
 MAX_BODY = 8 << 20  # bytes of one HTTP response read from the agent
 MAX_STORED = 16_384  # characters of a message and its reply kept in `calls`
@@ -87,7 +88,8 @@ class Conversation:
             why = f"the episode's limit agent.episode_timeout_s={self._episode_s} s passed"
         started = time.monotonic()
         try:
-            answer = self._runner.run(asyncio.wait_for(self._exchange(text), timeout))
+            with waiting(f"the A2A agent at {self.url}"):
+                answer = self._runner.run(asyncio.wait_for(self._exchange(text), timeout))
             reply, state, usage = self._read(answer)
         except TimeoutError:
             raise AgentTimeout(why, calls=[self._call(text, "", started)]) from None
