@@ -99,6 +99,11 @@ class NamespaceEmulator(ABC):
     def stop(self) -> None:
         """Tear down what the backend started, then `_forget`; idempotent."""
 
+    @abstractmethod
+    def _check_alive(self) -> None:
+        """Raise EnvironmentFailure naming a device whose process is gone (the lab is no
+        longer the lab); called around every probe."""
+
     @classmethod
     @abstractmethod
     def cleanup_stale(cls) -> list[str]:
@@ -207,7 +212,10 @@ class NamespaceEmulator(ABC):
 
     def probe(self, flows: Sequence[Flow]) -> dict[Flow, bool]:
         self._running()
-        return self.prober.probe(flows)
+        self._check_alive()
+        results = self.prober.probe(flows)
+        self._check_alive()  # a lab that lost a node meanwhile is judged by no probe
+        return results
 
     # -- snapshot and reset ------------------------------------------------------------
     def _dump(
@@ -230,8 +238,12 @@ class NamespaceEmulator(ABC):
             if device in devices:
                 try:
                     dumps[device] = state.parse_dump(out, self._healthy.get(device))
-                except ValueError as exc:
-                    raise EnvironmentFailure(f"reading the state of {device}: {exc}") from exc
+                except (ValueError, KeyError, TypeError, AttributeError) as exc:
+                    # A dump that does not read as one (a tool's output an agent's change
+                    # made unexpected): the lab's state is unknown, so it is not reused.
+                    raise EnvironmentFailure(
+                        f"reading the state of {device}: {type(exc).__name__}: {exc}"
+                    ) from exc
         return dumps
 
     def snapshot(self) -> None:

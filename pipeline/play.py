@@ -1,21 +1,49 @@
 """The one play loop: observation -> reply -> step -> next observation.
 
-The runner (agents), the SFT export (the oracle) and the Gym env (a trainer's policy)
-all play episodes through `EpisodeLoop`, which owns what they must agree on: every reply
-goes through `untrusted.step` (bounded before the app parses it), an environment failure
-during a step becomes an `env_error` step that ends the episode, and the episode ends
-when a step says done or after the app's turn limit (or a lower one the caller sets).
-Who writes the replies, and what is kept of each turn, is the caller's.
+The runner (agents, the MCP and A2A doors among them), the SFT export (the oracle) and the
+Gym env (a trainer's policy) all play episodes through `EpisodeLoop`, opened by `played`,
+which own what they must agree on: every reply goes through `untrusted.step` (bounded
+before the app parses it); the episode ends when a step says done or after the app's turn
+limit (or a lower one the caller sets).
+
+It is also the one guard between what an agent caused and the pipeline: whatever a step
+or a diagnostic raises while the app parses, checks, runs or reads back a reply is the
+environment's failure, never a crashed cell. The app types what is the agent's fault (a
+reply it cannot parse: parse_error; one its sandbox refuses: blocked) as ordinary steps;
+anything else raised becomes an `env_error` step holding the reason (the exception's type
+and message; the traceback goes to the log), which ends the episode and which the run
+policy retries or records. `played` then raises the failure inside the environment's
+episode block, so the environment sees it and drops what the episode used (a lab is
+stopped and built again, never reused), and keeps it from the caller, for whom it is the
+recorded step.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 from pipeline import untrusted
 from pipeline.agents import Exchange
 from pipeline.core import App, Environment, Episode, Query, StepResult, StepStatus
 from pipeline.errors import EnvironmentFailure
+
+log = logging.getLogger(__name__)
+MAX_REASON_CHARS = 2000
+
+
+def environment_failure(err: BaseException, doing: str) -> EnvironmentFailure:
+    """`err` as the environment's failure: itself when it is one, else an EnvironmentFailure
+    saying what was being done and what was raised (the traceback is logged)."""
+    if isinstance(err, EnvironmentFailure):
+        return err
+    log.error("%s raised %s", doing, type(err).__name__, exc_info=err)
+    failure = EnvironmentFailure(f"{doing} raised {type(err).__name__}: {err}"[:MAX_REASON_CHARS])
+    failure.__cause__ = err
+    return failure
 
 
 @dataclass
@@ -25,6 +53,7 @@ class EpisodeLoop:
     observation: str = ""  # what the agent sees before its next reply
     history: list[Exchange] = field(default_factory=list)  # the turns played so far
     steps: list[StepResult] = field(default_factory=list)
+    failure: EnvironmentFailure | None = None  # why the environment failed, if it did
 
     def __post_init__(self) -> None:
         own = self.episode.max_turns
@@ -48,24 +77,59 @@ class EpisodeLoop:
         return self.turn >= (self.max_turns or 0)
 
     def step(self, reply: str) -> StepResult:
-        """Play one reply; the environment's failure is an env_error step, not an error."""
+        """Play one reply; whatever it raises is an env_error step (the module docstring)."""
         if self.over:
             raise RuntimeError("the episode is over; no further step can be played")
         try:
             result = untrusted.step(self.episode, reply)
-        except EnvironmentFailure as err:
-            result = StepResult("", StepStatus.ENV_ERROR, "", error=str(err), done=True)
+        except Exception as err:  # recorded as the step; the traceback is logged
+            self.failure = environment_failure(err, "playing the reply")
+            result = StepResult("", StepStatus.ENV_ERROR, "", error=str(self.failure), done=True)
         self.history.append(Exchange(self.observation, reply))
         self.steps.append(result)
         self.observation = result.output
         return result
 
+    @property
+    def diagnose(self) -> Any:
+        """The episode's read-only diagnostics (`diagnose(name, arguments)`), or None when
+        it has none; what one raises is raised as the environment's failure."""
+        if getattr(self.episode, "diagnose", None) is None:
+            return None
+        return self._diagnose
+
+    def _diagnose(self, name: str, arguments: dict[str, Any]) -> str:
+        try:
+            return self.episode.diagnose(name, arguments)  # type: ignore[attr-defined]
+        except Exception as err:  # raised on as the environment's failure
+            self.failure = environment_failure(err, f"the diagnostic {str(name)[:100]!r}")
+            raise self.failure from err
+
+
+class _Recorded(Exception):
+    """The loop's failure, raised through the environment's episode block (which drops what
+    the episode used) and kept from the caller, who has it as the env_error step."""
+
+
+@contextmanager
+def played(env: Environment, query: Query, max_turns: int | None = None) -> Iterator[EpisodeLoop]:
+    """The episode of `query` in `env` as a loop, for the block; see the module docstring.
+    Failing to open, observe or close the episode raises out of it (EnvironmentFailure when
+    the environment says so)."""
+    try:
+        with env.episode(query) as episode:
+            loop = EpisodeLoop(episode, max_turns)
+            yield loop
+            if loop.failure is not None:
+                raise _Recorded() from loop.failure
+    except _Recorded:
+        pass
+
 
 def play_oracle(app: App, env: Environment, query: Query) -> EpisodeLoop:
     """The oracle's episode of `query` in `env`, played to its end (the SFT export and the
     apps' benchmarks); what became of each turn is in the returned loop's `steps`."""
-    with env.episode(query) as episode:
-        loop = EpisodeLoop(episode)
+    with played(env, query) as loop:
         while not loop.over:
             loop.step(app.oracle_reply(query, loop.turn + 1, loop.observation))
     return loop

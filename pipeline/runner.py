@@ -15,7 +15,6 @@ import logging
 import queue
 import threading
 import time
-import traceback
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +27,9 @@ from pipeline.build import layout, make_agent, make_app, run_hash
 from pipeline.cells import Cell, cell_from_config
 from pipeline.checkpoint import CellFailed, Checkpoint
 from pipeline.core import App, Environment, Query, StepResult, StepStatus, canonical_json
-from pipeline.errors import AgentFailure, AgentStopped, EnvironmentFailure
+from pipeline.errors import AgentFailure, AgentStopped, EnvironmentFailure, NetGaugeError
 from pipeline.generate import read_queries
-from pipeline.play import EpisodeLoop
+from pipeline.play import EpisodeLoop, environment_failure, played
 from pipeline.records import write_shard
 
 log = logging.getLogger(__name__)
@@ -260,32 +259,53 @@ def _env_error(rows: list[dict[str, Any]]) -> str | None:
 
 def play(env: Environment, agent: Agent, query: Query, cell: Cell) -> list[dict[str, Any]]:
     """One episode; returns its transcript rows. Environment failures become env_error
-    steps; an agent that cannot reply (AgentFailure) a step of its status, which ends the
-    episode (one that stopped by itself after acting adds none)."""
+    steps (whatever a step raised: pipeline/play.py); an agent that cannot reply
+    (AgentFailure) a step of its status, which ends the episode (one that stopped by itself
+    after acting adds none), and so does an agent whose own code raised on what it got."""
     rows: list[dict[str, Any]] = []
     try:
-        with env.episode(query) as episode:
-            loop = EpisodeLoop(episode)
-            probe = getattr(episode, "diagnose", None)
-            with agent_episode(agent, query, loop.max_turns or 0, probe) as end:
-                while not loop.over:
-                    turn = loop.turn + 1
-                    started = time.perf_counter()
-                    try:
-                        reply = agent.reply(query, loop.observation, list(loop.history), turn)
-                    except AgentFailure as err:  # the agent cannot reply any more
-                        agent_s = time.perf_counter() - started
-                        end.reason = _agent_ended(rows, query, cell, turn, err, agent_s)
-                        break
+        with (
+            played(env, query) as loop,
+            agent_episode(agent, query, loop.max_turns or 0, loop.diagnose) as end,
+        ):
+            while not loop.over:
+                turn = loop.turn + 1
+                started = time.perf_counter()
+                try:
+                    reply = agent.reply(query, loop.observation, list(loop.history), turn)
+                except AgentFailure as err:  # the agent cannot reply any more
                     agent_s = time.perf_counter() - started
-                    result = loop.step(reply.text)
-                    rows.append(_row(query, cell, turn, reply, result, agent_s))
-                else:
-                    end.reason = _why_over(loop)
-                end.observation = loop.observation
+                    end.reason = _agent_ended(rows, query, cell, turn, err, agent_s)
+                    break
+                except NetGaugeError:  # the environment's or a model server's; a config's
+                    raise
+                except Exception as err:  # the agent's own code: a typed step, traceback logged
+                    agent_s = time.perf_counter() - started
+                    failed = _agent_raised(err)
+                    end.reason = _agent_ended(rows, query, cell, turn, failed, agent_s)
+                    break
+                agent_s = time.perf_counter() - started
+                result = loop.step(reply.text)
+                rows.append(_row(query, cell, turn, reply, result, agent_s))
+            else:
+                end.reason = _why_over(loop)
+            end.observation = loop.observation
     except EnvironmentFailure as err:
+        log.error("environment failure in %s: %s", query.query_id, err, exc_info=err)
         rows.append(_env_error_row(query, cell, len(rows) + 1, str(err)))
+    except NetGaugeError:  # a wrong config or input: the cell fails, naming it
+        raise
+    except Exception as err:  # opening, observing or closing the episode; traceback logged
+        failure = environment_failure(err, f"the episode of {query.query_id}")
+        rows.append(_env_error_row(query, cell, len(rows) + 1, str(failure)))
     return rows
+
+
+def _agent_raised(err: Exception) -> AgentFailure:
+    """An agent's own code raised on what it was sent (a reply it could not read, a peer's
+    message it could not decode): the agent failed, not the environment."""
+    log.error("the agent raised %s", type(err).__name__, exc_info=err)
+    return AgentFailure(f"the agent raised {type(err).__name__}: {err}"[:2000])
 
 
 def _why_over(loop: EpisodeLoop) -> str:
@@ -358,6 +378,5 @@ def _row(
 
 
 def _env_error_row(query: Query, cell: Cell, turn: int, error: str) -> dict[str, Any]:
-    log.error("environment failure in %s:\n%s", query.query_id, traceback.format_exc())
     failed = StepResult("", StepStatus.ENV_ERROR, "", error=error, done=True)
     return _row(query, cell, turn, Reply(""), failed, 0.0)

@@ -9,6 +9,7 @@ validation, which the `routing_levels` bench runs at scale: these tests must fit
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 import subprocess
 from pathlib import Path
@@ -23,7 +24,7 @@ from generators.routing.frr.daemons import installed
 from generators.routing.frr.generator import draw
 from generators.routing.frr.topology import FrrTopology
 from generators.routing.generator import RoutingQueryGenerator
-from pipeline.core import Outcome, Query
+from pipeline.core import Outcome, Query, StepStatus
 from tests.conftest import integration_fixture, require, require_root
 
 pytestmark = pytest.mark.integration
@@ -148,3 +149,25 @@ def test_hostile_vtysh_reaches_no_file_host_or_other_lab(env):
         assert result.exit_code != 0 and "root:" not in result.output, (inner, result.output)
     mine = sandbox.run("r2", "vtysh -c 'show running-config'")
     assert mine.status is Status.OK and "hostname r2" in mine.output
+
+
+def test_a_byte_bgpd_holds_breaks_no_read_of_a_step(env):
+    """Issue 26, routing L5: `neighbor ... description X\\udcff` stored 0xFF in bgpd, and the
+    environment's own `show bgp summary json` read raised UnicodeDecodeError out of the
+    step. The agent's surrogate is refused before vtysh runs; a byte stored by a trusted
+    write is read back as U+FFFD."""
+    query = _query(5)
+    topo = FrrTopology.from_name(query.env_key)
+    border = topo.borders[0]
+    router, peer = topo.router(border), topo.bgp_peer(border)
+    lines = ["configure terminal", f"router bgp {topo.asn(border)}"]
+    with env.episode(query) as episode:
+        lab = _lab(env, 5)
+        said = " ".join(f"-c '{line}'" for line in [*lines, f"neighbor {peer} description X"])
+        command = f"vtysh {said[:-1]}\ud800'"
+        step = episode.step(json.dumps({"machine": router, "command": command}))
+        assert step.status is StepStatus.BLOCKED and "lone surrogate" in step.error
+        lab.daemons.vtysh(router, [*lines, f"neighbor {peer} description X\udcff"])
+        assert "X\ufffd" in lab.daemons.vtysh(router, ["show bgp summary json"])
+        step = episode.step(json.dumps({"machine": router, "command": "ip link set dev lo up"}))
+        assert step.status is StepStatus.OK, step.error  # after_change read bgpd's summary

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from emulators.jail import Jail, library_binds
 from emulators.netcmd import getopt
+from pipeline.untrusted import argv_refusal
 
 SHORTS = "be:c:d:nf:H:mEhCwN:ut"
 LONGS = {
@@ -240,6 +241,9 @@ def check_vtysh(args: list[str], daemons: tuple[str, ...]) -> VtyshCommand:
             return VtyshCommand(
                 reason=f"vtysh: a command is longer than {MAX_LINE_CHARS} characters"
             )
+        unfit = argv_refusal(line)
+        if unfit:
+            return VtyshCommand(reason=f"vtysh: a -c line cannot be passed to vtysh: {unfit}")
         why = line_refusal(line)
         if why:
             return VtyshCommand(reason=why)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.core import Action
+from pipeline.untrusted import JSON
 from pipeline.untrusted import fenced_blocks as _fences
 
 EXAMPLE = '{"command": "kubectl get networkpolicies"}'
@@ -39,13 +40,13 @@ class ReplyCommand:
 
 
 def _json_objects(text: str) -> list[dict[str, Any]]:
-    decoder, found, pos = json.JSONDecoder(), [], 0
+    found, pos = [], 0
     for _ in range(MAX_JSON_TRIES):
         start = text.find("{", pos)
         if start == -1:
             break
-        try:
-            value, end = decoder.raw_decode(text, start)
+        try:  # every number JSON allows (pipeline/untrusted.py: JSON)
+            value, end = JSON.raw_decode(text, start)
         except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
             pos = start + 1
             continue

@@ -255,8 +255,7 @@ class NetLLMBenchEnvironment(PooledEnvironment):
 
     @contextmanager
     def episode(self, query: Query) -> Iterator[TaskChain]:
-        pool = self.live_pool()
         net, prepared, tasks = query_tasks(query)
-        emu, sandbox = pool.get(net)
-        prepare(emu, prepared)
-        yield TaskChain(query, emu, sandbox, net, prepared, tasks, self.cfg)
+        with self.live_pool().use(net) as (emu, sandbox):
+            prepare(emu, prepared)
+            yield TaskChain(query, emu, sandbox, net, prepared, tasks, self.cfg)

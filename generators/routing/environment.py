@@ -112,16 +112,15 @@ class RoutingEnvironment(PooledEnvironment):
             with frr_episode(self.frr_pool, query, self.cfg.max_turns) as played:
                 yield played
             return
-        pool = self.live_pool()
         topo = RoutingTopology.from_name(query.env_key)
-        emu, sandbox = pool.get(topo)
-        faults = [Fault.from_json(f) for f in query.ground_truth["faults"]]
-        inject(emu, faults)
-        protocols = tuple(self.cfg.probe.protocols)
-        first = checks.observe(emu, topo, protocols)
-        if first.full:
-            raise EnvironmentFailure(
-                f"{query.query_id}: the injected faults left every pair reachable; they were "
-                "validated when generated, so this network behaves differently"
-            )
-        yield RoutingEpisode(query, emu, sandbox, first, self.cfg.max_turns, protocols)
+        with self.live_pool().use(topo) as (emu, sandbox):
+            faults = [Fault.from_json(f) for f in query.ground_truth["faults"]]
+            inject(emu, faults)
+            protocols = tuple(self.cfg.probe.protocols)
+            first = checks.observe(emu, topo, protocols)
+            if first.full:
+                raise EnvironmentFailure(
+                    f"{query.query_id}: the injected faults left every pair reachable; they "
+                    "were validated when generated, so this network behaves differently"
+                )
+            yield RoutingEpisode(query, emu, sandbox, first, self.cfg.max_turns, protocols)

@@ -24,8 +24,9 @@ it ends, `unsafe_step` (−1) for each step the scorer judges unsafe, `failed` (
 episode ends unsolved, and `step` (0) on every step. `info` holds `correct`, `safe` (the
 verdict of the steps so far), `turn`, `outcome`, `status`, `error` and `query_id`.
 
-An environment failure (a crashed emulator) raises `EnvironmentFailure`: it is not the
-agent's doing, so it is not turned into a reward.
+An environment failure (a crashed emulator, or anything else a step raised while the app
+played the action: pipeline/play.py) raises `EnvironmentFailure` and ends the episode, whose
+lab is dropped: it is not the agent's doing, so it is not turned into a reward.
 """
 
 from __future__ import annotations
@@ -40,9 +41,9 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from pipeline.core import App, Episode, Query, StepStatus
+from pipeline.core import App, Query, StepStatus
 from pipeline.errors import ConfigError, EnvironmentFailure
-from pipeline.play import EpisodeLoop
+from pipeline.play import EpisodeLoop, environment_failure, played
 
 TRAIN_SEED = 2  # the first seed of the train split: no grid evaluates its queries
 MAX_TEXT = 1 << 21  # characters; longer than any prompt, output or code an app accepts
@@ -116,7 +117,7 @@ class NetGaugeEnv(gym.Env[str, str]):
         self._streams: dict[int, Iterator[Query]] = {}  # per level, the app's generator
         self._next: dict[int, int] = {}  # per level, the index the next reset plays
         self._env: Any = None  # the app's Environment, entered on the first reset
-        self._episode_cm: AbstractContextManager[Episode] | None = None
+        self._episode_cm: AbstractContextManager[EpisodeLoop] | None = None
         self._loop: EpisodeLoop | None = None  # the episode being played
         self._query: Query | None = None
         self._observation = ""
@@ -177,8 +178,12 @@ class NetGaugeEnv(gym.Env[str, str]):
         if self._env is None:
             self._env = self.app.environment()
             self._env.__enter__()
-        self._episode_cm = self._env.episode(query)
-        self._loop = EpisodeLoop(self._episode_cm.__enter__(), self.max_turns or None)
+        opening = played(self._env, query, self.max_turns or None)
+        try:
+            self._loop = opening.__enter__()
+        except Exception as err:  # a failure of the environment, whatever it raised
+            raise environment_failure(err, f"opening the episode of {query.query_id}") from err
+        self._episode_cm = opening
         self._query, self._done = query, False
         self._observation = self._loop.observation
         info = {"query_id": query.query_id, "level": level, "index": index, "turn": 0}
@@ -190,8 +195,8 @@ class NetGaugeEnv(gym.Env[str, str]):
             raise gym.error.ResetNeeded("the episode has ended; call reset() first")
         result = loop.step(action)
         if result.status is StepStatus.ENV_ERROR:
-            self._done = True
-            raise EnvironmentFailure(result.error or "the environment failed")
+            self._end_episode()  # the environment sees the failure and drops the lab
+            raise loop.failure or EnvironmentFailure(result.error or "the environment failed")
         turn = loop.turn
         verdict = self.app.score(self._query, loop.steps)
         terminated = bool(result.done)

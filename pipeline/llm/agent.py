@@ -49,6 +49,7 @@ from pipeline.llm import context, examples, prompts
 from pipeline.llm.config import LLMAgentConfig
 from pipeline.llm.models import ChatBackend, ModelPool
 from pipeline.serving.client import ChatResult, RequestRejected
+from pipeline.untrusted import JSON
 
 PURPOSES = {
     "reprompt": "re-prompt",
@@ -302,7 +303,7 @@ class LLMAgent:
 
 def _object(text: str) -> dict[str, Any] | None:
     try:
-        value = json.loads(text)
+        value = JSON.decode(text)
     except (ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
@@ -315,7 +316,7 @@ def _arguments(text: str, name: str) -> dict[str, Any] | None:
     if found is not None:
         return found
     try:
-        items = json.loads(text)
+        items = JSON.decode(text)
     except (ValueError, RecursionError):
         return None
     for item in items if isinstance(items, list) else []:

@@ -119,12 +119,12 @@ class FrrEpisode(ProbedEpisode):
 def frr_episode(pool: FrrPool, query: Query, max_turns: int) -> Iterator[FrrEpisode]:
     """The episode of an FRR query on a reset lab of its topology, faults injected."""
     topo = FrrTopology.from_name(query.env_key)
-    lab = pool.get(topo)
-    lab.inject([Fault.from_json(f) for f in query.ground_truth["faults"]])
-    first = lab.wait_broken()
-    if first.full:
-        raise EnvironmentFailure(
-            f"{query.query_id}: the injected faults left every pair reachable; they were "
-            "validated when generated, so this network behaves differently"
-        )
-    yield FrrEpisode(query, lab, first, max_turns)
+    with pool.use(topo) as lab:
+        lab.inject([Fault.from_json(f) for f in query.ground_truth["faults"]])
+        first = lab.wait_broken()
+        if first.full:
+            raise EnvironmentFailure(
+                f"{query.query_id}: the injected faults left every pair reachable; they were "
+                "validated when generated, so this network behaves differently"
+            )
+        yield FrrEpisode(query, lab, first, max_turns)

@@ -16,9 +16,11 @@ counting once), so seeds and repeats behave as on levels 1-3.
 
 from __future__ import annotations
 
+import logging
 import random
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from emulators.netcmd.sandbox import Status
@@ -28,6 +30,7 @@ from generators.routing.frr.lab import FrrLab
 from generators.routing.frr.topology import FrrTopology
 from pipeline.errors import EnvironmentFailure
 
+log = logging.getLogger(__name__)
 FRR_LEVELS = (4, 5)
 SIZES = {"small": (3, 4), "medium": (4, 5), "large": (5, 6)}  # routers at L4, L5
 
@@ -67,8 +70,11 @@ class FrrPool:
         if lab is not None and fresh and lab.used:
             try:
                 lab.reset()
-            except EnvironmentFailure:
+            except BaseException as err:  # whatever the reset raised: never reused
                 lab.close()
+                if not isinstance(err, Exception):
+                    raise
+                log.warning("rebuilding %s: %s: %s", topo.name, type(err).__name__, err)
                 lab = None
         if lab is None:
             while len(self._live) >= self.max_live:
@@ -79,6 +85,19 @@ class FrrPool:
         lab.used = True
         self._live[topo.name] = lab
         return lab
+
+    @contextmanager
+    def use(self, topo: FrrTopology) -> Iterator[FrrLab]:
+        """`get` for one episode: a lab whose episode raised anything is closed and
+        dropped, never reused (as LabPool.use)."""
+        lab = self.get(topo)
+        try:
+            yield lab
+        except BaseException:
+            if self._live.get(topo.name) is lab:
+                del self._live[topo.name]
+            lab.close()
+            raise
 
     def dirty(self, topo: FrrTopology) -> None:
         """Mark the lab of `topo` as needing a reset before its next use."""

@@ -110,9 +110,12 @@ class FrrLab:
         self.close()
 
     def close(self) -> None:
-        if self.daemons is not None:
-            self.daemons.remove()
-        self.emu.stop()
+        """Stop the daemons and the lab, the lab even when stopping the daemons fails."""
+        try:
+            if self.daemons is not None:
+                self.daemons.remove()
+        finally:
+            self.emu.stop()
 
     def _start(self) -> None:
         assert self.daemons is not None
