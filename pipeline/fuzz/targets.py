@@ -37,7 +37,7 @@ def malt_google(levels: Sequence[int] = (1, 3), per_level: int = 1, seed: int = 
     return Target("malt_google", app, _generated(app, levels, per_level, seed), "code")
 
 
-def k8s(levels: Sequence[int] = (1, 2, 3), per_level: int = 1, seed: int = 0) -> Target:
+def k8s(levels: Sequence[int] = (1, 2, 3, 4, 5), per_level: int = 1, seed: int = 0) -> Target:
     app = _app("k8s")
     queries = _generated(app, levels, per_level, seed)
     return Target("k8s", app, queries, "kubectl", KUBECTL_CORPUS)
