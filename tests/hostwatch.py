@@ -37,7 +37,9 @@ NLMSG_DONE = 3
 FAN_CLOEXEC, FAN_NONBLOCK, FAN_UNLIMITED_QUEUE = 0x1, 0x2, 0x10
 FAN_REPORT_DFID_NAME = 0x400 | 0x800
 FAN_MARK_ADD, FAN_MARK_FILESYSTEM = 0x1, 0x100
-FAN_EVENTS = 0x2 | 0x4 | 0x8 | 0x40 | 0x80 | 0x100 | 0x200 | 0x40000000  # …| FAN_ONDIR
+# attrib, close_write, moved from/to, create, delete, on directories too; not FAN_MODIFY,
+# which every write() call raises (a file written is seen when it is closed).
+FAN_EVENTS = 0x4 | 0x8 | 0x40 | 0x80 | 0x100 | 0x200 | 0x40000000
 FAN_EVENT_INFO_TYPE_DFID_NAME = 2
 FAN_Q_OVERFLOW = 0x4000
 AT_FDCWD = -100
