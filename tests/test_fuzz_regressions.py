@@ -7,6 +7,7 @@ AgentFailure (agent_error), or an EnvironmentFailure for a broken model endpoint
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import pytest
@@ -176,3 +177,37 @@ def test_the_lab_replies_the_fuzzer_found_are_typed_steps():
         for n, (s, _) in got.items()
         for allowed in [LAB_REPLIES[n][1]]
     }, got
+
+
+def test_an_mcp_call_nested_200000_deep_is_refused_and_the_episode_goes_on():
+    """Checked for issue 26 (no crash found): the MCP SDK refuses a request nested past
+    its parser's depth as a JSON-RPC parse error; the next, sane action is played."""
+    import threading
+
+    import httpx
+
+    from generators.lab.reply import ACTION
+    from pipeline.fuzz.protocol_doors import HEADERS
+    from pipeline.mcp.channel import Channel
+    from pipeline.mcp.server import HttpServer, tool_server
+
+    channel = Channel(ACTION, "the task", 3, 3)
+    got: list[object] = []
+    runner = threading.Thread(target=lambda: got.append(channel.exchange("", 10, "late")[0]))
+    with HttpServer(tool_server(channel)) as server, httpx.Client(timeout=10) as http:
+        runner.start()
+        init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}}  # fmt: skip
+        answer = http.post(server.url, headers=HEADERS, json=init)
+        headers = {**HEADERS, "mcp-session-id": answer.headers.get("mcp-session-id", "")}
+        call = '{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": '
+        deep = call + '"run_command", "arguments": {"machine": ' + DEEP + "}}}"
+        refused = http.post(server.url, headers=headers, content=deep)
+        assert refused.status_code == 400 and "-32700" in refused.text
+        sane = call + '"run_command", "arguments": {"machine": "r0", "command": "ip r"}}}'
+        with contextlib.suppress(httpx.ReadTimeout):  # its result waits for the next turn
+            http.post(server.url, headers=headers, content=sane, timeout=2)
+        runner.join(timeout=10)
+        channel.finish("over", "the test ended")
+    assert got == [{"machine": "r0", "command": "ip r"}]
