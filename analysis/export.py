@@ -42,7 +42,6 @@ from typing import Any
 from omegaconf import DictConfig
 from tqdm import tqdm
 
-from analysis.views import connect
 from pipeline.build import make_app
 from pipeline.cells import data_root
 from pipeline.config import compose, load_choice, to_plain
@@ -54,6 +53,7 @@ from pipeline.play import play_oracle
 from pipeline.querygen import SEED_SLOTS
 from pipeline.records import code_version
 from pipeline.splits import SPLITS, seeds_of, split_of
+from pipeline.views import connect
 
 log = logging.getLogger(__name__)
 LIST_KEYS = ("level", "seed")

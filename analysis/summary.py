@@ -12,11 +12,13 @@ from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from analysis.stats import cell_metrics, intervals
-from analysis.views import connect
 from pipeline.cells import Cell, Layout, data_root
 from pipeline.files import replacing
+from pipeline.plan import read_plan
+from pipeline.views import connect
 
 __all__ = ["intervals", "render", "summarize_plan", "summary"]
 
@@ -94,13 +96,9 @@ def _rate(rate: float, nlo: float, nhi: float, wlo: float, whi: float) -> str:
 
 def summarize_plan(data_dir: str | Path, grid: str) -> str:
     """Summarise a grid's cells; write the summary shard and text; return the text."""
-    from pipeline.plan import read_plan
-
     layout = Layout(data_root(data_dir))
     table = summary(data_dir, read_plan(data_dir, grid))
     path = layout.summary(grid)
-    import pyarrow.parquet as pq
-
     with replacing(path) as tmp:
         pq.write_table(pa.Table.from_pandas(table, preserve_index=False), tmp)
     text = f"NetGauge summary, grid '{grid}' ({len(table)} rows)\n\n{render(table)}\n"

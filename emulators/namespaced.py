@@ -32,7 +32,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, ClassVar, Self
 
-from emulators import state
+from emulators import state, state_restore
 from emulators.base import CommandResult, Lab, Reachability
 from emulators.instances import Instance
 from emulators.probe import Flow, Prober
@@ -267,7 +267,7 @@ class NamespaceEmulator(ABC):
             if not pending:
                 break
             scripts = {
-                d: f"{state.restore_script(self._healthy[d], now)}; {state.FLUSH_SCRIPT}"
+                d: f"{state_restore.restore_script(self._healthy[d], now)}; {state.FLUSH_SCRIPT}"
                 for d, now in pending.items()
             }
             after = self._dump(sorted(scripts), scripts)

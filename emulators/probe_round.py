@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from emulators.probe import ECHO_PORT, PAYLOAD_BYTES, Flow
+from emulators.flow import ECHO_PORT, PAYLOAD_BYTES, Flow
 from emulators.setns import entered
 
 DRAIN_S = 1.0  # the longest a round reads what arrived after its wait

@@ -1,4 +1,5 @@
-"""The agent interface and the two reference agents every app ships with.
+"""The agent interface: what every agent (pipeline/reference/, pipeline/llm/, an external
+one over MCP or A2A) implements and what the play loop gives it.
 
 An agent sees what a human operator would: the task prompt, then one observation per
 turn, and answers with text. How the text becomes an action is the app's job (it
@@ -27,11 +28,8 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from omegaconf import DictConfig
-
-from pipeline.core import App, Query
+from pipeline.core import Query
 from pipeline.heartbeat import waiting
-from pipeline.registry import AgentSpec
 
 
 @dataclass
@@ -95,35 +93,3 @@ def _shown(query: Query, block: AbstractContextManager[EpisodeEnd]) -> Iterator[
     """The agent's block, shown by the job's heartbeat while it lasts (pipeline/heartbeat.py)."""
     with waiting(f"episode {query.query_id}"), block as end:
         yield end
-
-
-class OracleAgent:
-    """Acts from the ground truth: proves every query solvable and the scorer fair."""
-
-    def __init__(self, cfg: DictConfig, app: App) -> None:
-        self.name = cfg.name
-        self._app = app
-
-    def reply(self, query: Query, observation: str, history: list[Exchange], turn: int) -> Reply:
-        return Reply(self._app.oracle_reply(query, turn, observation))
-
-
-class NullAgent:
-    """Answers nothing: every query must score 0 % correct against it."""
-
-    def __init__(self, cfg: DictConfig, app: App) -> None:
-        self.name = cfg.name
-
-    def reply(self, query: Query, observation: str, history: list[Exchange], turn: int) -> Reply:
-        return Reply("")
-
-
-# The built-in agent kinds (conf/agent/*.yaml name one with `kind:`); packages on the app
-# path add theirs with `AGENTS = [AgentSpec(...)]` (pipeline/registry.py).
-AGENTS = [
-    AgentSpec("oracle", "pipeline.agents:OracleAgent", "pipeline.config:AgentConfig"),
-    AgentSpec("null", "pipeline.agents:NullAgent", "pipeline.config:AgentConfig"),
-    AgentSpec("llm", "pipeline.llm.agent:LLMAgent", "pipeline.llm.config:LLMAgentConfig"),
-    AgentSpec("mcp", "pipeline.mcp.agent:MCPAgent", "pipeline.mcp.config:MCPAgentConfig"),
-    AgentSpec("a2a", "pipeline.a2a.agent:A2AAgent", "pipeline.a2a.config:A2AAgentConfig"),
-]

@@ -19,10 +19,11 @@ from typing import Any
 from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from pipeline import registry
 from pipeline.configkeys import check_keys
 from pipeline.core import canonical_json
 from pipeline.errors import ConfigError
-from pipeline.focus import FocusConfig
+from pipeline.registry import conf_dirs
 
 ROOT = Path(__file__).resolve().parents[1]
 CONF_DIR = ROOT / "conf"
@@ -32,6 +33,26 @@ CELL_KEYS = ("app", "model", "agent", "level", "seed", "queries", "variant")
 GRID_AXES = ("apps", "agents", "models", "levels", "seeds", "queries", "variants")
 VARIANT_GROUPS = ("app", "agent", "model")
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
+
+
+@dataclass
+class FocusConfig:
+    """Failure-driven sampling (pipeline/focus.py): draw more of what an earlier run failed."""
+
+    results: str | None = None  # data dir of an earlier run to learn from; null: uniform
+    agent: str | None = None  # "model/agent" whose failures count; null: every agent
+    strength: float = 1.0  # how sharply failures are favoured (0: uniform)
+    smoothing: float = 0.05  # added to every failure rate, so nothing drops out entirely
+
+    def validate(self) -> None:
+        if self.strength < 0:
+            raise ConfigError(f"focus.strength={self.strength} must be >= 0")
+        if self.smoothing <= 0:
+            raise ConfigError(f"focus.smoothing={self.smoothing} must be > 0")
+        if self.agent is not None and self.agent.count("/") != 1:
+            raise ConfigError(
+                f"focus.agent='{self.agent}' must be 'model/agent', e.g. smollm2/zero_shot"
+            )
 
 
 @dataclass
@@ -96,10 +117,14 @@ class NetGaugeConfig:
     shared_data_dir: str = "../shared/data"
 
 
+def data_root(data_dir: str | Path) -> Path:
+    """The data directory: `data_dir`, relative to the project root unless absolute."""
+    path = Path(data_dir)
+    return path if path.is_absolute() else ROOT / path
+
+
 def choices(group: str) -> list[str]:
     """The config files available in `conf/<group>/` (and the app path's conf dirs), by stem."""
-    from pipeline.registry import conf_dirs
-
     return sorted({p.stem for root in conf_dirs() for p in (root / group).glob("*.yaml")})
 
 
@@ -122,7 +147,7 @@ def check_overrides(overrides: Sequence[str]) -> None:
         if sep and key in GROUPS:
             for name in value.split(","):
                 check_choice(key, name.strip().strip("'\""))
-    check_keys(overrides)
+    check_keys(overrides, NetGaugeConfig)
 
 
 _KEYWORDS = {"null", "true", "false", "nan", "inf"}
@@ -177,8 +202,6 @@ def compose_raw(overrides: Sequence[str] = ()) -> DictConfig:
 
 def searchpath() -> list[str]:
     """The Hydra override that adds the app path's conf dirs (none without an app path)."""
-    from pipeline.registry import conf_dirs
-
     extra = [f"file://{root}" for root in conf_dirs()[1:]]
     return [f"hydra.searchpath=[{','.join(extra)}]"] if extra else []
 
@@ -213,6 +236,8 @@ def validate(cfg: DictConfig) -> DictConfig:
             raise ConfigError(
                 f"{key}={OmegaConf.select(cfg, key)} is out of range; expected an integer >= {low}"
             )
+    # The one check of a level: every stage, direct run and Gym env composes through here.
+    registry.APPS.get(str(cfg.app.get("kind", cfg.app.name))).check_level(cfg.level)
     OmegaConf.to_object(cfg.focus).validate()
     if cfg.run.env_error_policy not in ("fail", "record"):
         raise ConfigError(
@@ -226,8 +251,6 @@ def validate(cfg: DictConfig) -> DictConfig:
 
 def section(group: str, node: DictConfig) -> DictConfig:
     """Check an app, agent or model section against the schema its `kind` names."""
-    from pipeline import registry
-
     kind = node.get("kind", node.get("name"))
     schema = registry.schema(group, str(kind))
     merged = merge_schema(node, group, schema)

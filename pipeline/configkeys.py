@@ -26,10 +26,9 @@ from pipeline.errors import ConfigError
 SECTIONS = ("app", "agent", "model")
 
 
-def check_keys(overrides: Sequence[str]) -> None:
-    """Raise a ConfigError for the first override whose key no schema has."""
-    from pipeline.config import NetGaugeConfig
-
+def check_keys(overrides: Sequence[str], top: type) -> None:
+    """Raise a ConfigError for the first override whose key no schema has; `top` is the
+    schema of the top level (pipeline/config.py's NetGaugeConfig)."""
     for item in overrides:
         key, sep, _ = item.partition("=")
         key = key.lstrip("+~")
@@ -44,7 +43,7 @@ def check_keys(overrides: Sequence[str]) -> None:
             schema = _schema(parts[0], kind)
             _walk(schema, parts[1:], key, f"{parts[0]} '{name}'", len(parts[0]) + 1)
         else:
-            _walk(NetGaugeConfig, parts, key, "the top level", 0)
+            _walk(top, parts, key, "the top level", 0)
 
 
 def _walk(schema: Any, parts: list[str], key: str, where: str, offset: int) -> None:

@@ -215,8 +215,7 @@ class Environment(AbstractContextManager["Environment"], Protocol):
 class App(Protocol):
     """An application: generator, environment, oracle and scorer, versioned together."""
 
-    name: str
-    version: str
+    name: str  # the app config's name (its cell key); the version is its AppSpec's
     reply_format: ReplyFormat
     few_shot: Sequence[tuple[str, str]]  # (task, ideal reply) pairs written for the app
 

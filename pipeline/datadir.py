@@ -32,6 +32,7 @@ import pyarrow.parquet as pq
 
 from pipeline.errors import DataError
 from pipeline.files import replacing
+from pipeline.records import SCHEMA_VERSIONS, SCHEMAS
 
 log = logging.getLogger(__name__)
 
@@ -114,8 +115,6 @@ def _old_cell_shards(folder: Path) -> list[Path]:
 
 def migrate(root: Path) -> int:
     """Rewrite layout-1 shards of `root` into layout 2; return how many were moved."""
-    from pipeline.records import SCHEMA_VERSIONS, SCHEMAS
-
     shards = old_shards(root)
     written: list[Path] = []
     counts = _cell_counts(root)

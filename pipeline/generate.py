@@ -8,7 +8,7 @@ from pathlib import Path
 from omegaconf import DictConfig
 from tqdm import tqdm
 
-from pipeline.build import layout, make_app, queries_hash
+from pipeline.build import app_version, layout, make_app, queries_hash
 from pipeline.capacity import check_request
 from pipeline.cells import cell_from_config
 from pipeline.core import App, Query, canonical_json
@@ -27,7 +27,7 @@ def generate(cfg: DictConfig, app: App | None = None) -> Path:
     app = app or make_app(cfg)
     cell = cell_from_config(cfg)
     path = layout(cfg).queries(cell)
-    digest = queries_hash(cfg, app)
+    digest = queries_hash(cfg)
     have = shard_rows(path) if shard_hash(path) == digest else 0
     if have >= cfg.queries:
         log.info("%s already holds %d >= %d queries", path, have, cfg.queries)
@@ -48,7 +48,7 @@ def generate(cfg: DictConfig, app: App | None = None) -> Path:
     bar = tqdm(queries, total=count, desc=f"generate {cell.query_part}", unit="q")
     with waiting(f"the next query of {cell.query_part} (drawn, then validated live)"):
         for query in bar:
-            rows.append(query_row(query, app.version, cell.app_variant) | {"focus": stored})
+            rows.append(query_row(query, app_version(cfg), cell.app_variant) | {"focus": stored})
     write_shard("queries", to_table("queries", rows), path, config_hash=digest)
     log.info("wrote %d queries to %s", len(rows), path)
     return path
@@ -58,7 +58,7 @@ def stored_queries(cfg: DictConfig, app: App) -> list[Query] | None:
     """The cell's first `cfg.queries` queries from its shard when the shard was made with
     the same app settings and holds that many; else None (generate them)."""
     path = layout(cfg).queries(cell_from_config(cfg))
-    if shard_hash(path) == queries_hash(cfg, app) and shard_rows(path) >= cfg.queries:
+    if shard_hash(path) == queries_hash(cfg) and shard_rows(path) >= cfg.queries:
         return read_queries(path, limit=cfg.queries)
     return None
 

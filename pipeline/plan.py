@@ -22,6 +22,7 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
+from pipeline.build import cell_config, make_app
 from pipeline.capacity import check_request
 from pipeline.cells import NO_MODEL, Cell, Layout, cell_from_config, cell_matches, data_root
 from pipeline.config import (
@@ -33,8 +34,10 @@ from pipeline.config import (
     variant_overrides,
 )
 from pipeline.core import canonical_json
+from pipeline.datadir import ensure_layout
 from pipeline.errors import ConfigError
 from pipeline.files import write_whole
+from pipeline.preflight import check_cell
 from pipeline.splits import check_seeds
 
 log = logging.getLogger(__name__)
@@ -168,8 +171,6 @@ def _quote(text: str) -> str:
 def load_plan(
     grid: str, data_dir: str | Path = "data", axes: Mapping[str, Any] | None = None
 ) -> Plan:
-    from pipeline.datadir import ensure_layout
-
     cfg = compose([f"grid={grid}", f"data_dir={data_dir}", *axis_overrides(axes or {})])
     agents = {name: load_choice("agent", name) for name in cfg.grid.agents}
     for name in cfg.grid.apps:
@@ -210,8 +211,6 @@ def plan_name(grid: str, axes: Mapping[str, Any]) -> str:
 
 def _grid_cells(grid: Any, agents: Mapping[str, Any], data_dir: str) -> list[Cell]:
     """Every cell of a grid but the excluded; agents that need no model get model=none."""
-    from pipeline.build import cell_config
-    from pipeline.preflight import check_cell
 
     excluded = [dict(entry) for entry in grid.get("exclude", [])]
     variants = [variant_overrides(v, f"grid '{grid.name}': variants entry") for v in grid.variants]
@@ -237,7 +236,6 @@ def _grid_cells(grid: Any, agents: Mapping[str, Any], data_dir: str) -> list[Cel
 
 def _capacities(cells: tuple[Cell, ...], data_dir: str) -> dict[tuple[str, str, int], Any]:
     """The capacity of every (app, app variant, level) the cells use (None: repeats allowed)."""
-    from pipeline.build import cell_config, make_app
 
     apps: dict[tuple[str, str], Any] = {}
     out: dict[tuple[str, str, int], Any] = {}

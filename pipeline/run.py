@@ -22,25 +22,24 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
+from pipeline.build import layout, make_app, run_hash
+from pipeline.cells import cell_from_config
 from pipeline.config import CONF_DIR, check_overrides, quote_choices, searchpath, validate
 from pipeline.errors import NetGaugeError
+from pipeline.generate import generate
 from pipeline.heartbeat import Heartbeat
-from pipeline.preflight import check_data_dir
+from pipeline.preflight import check_cell, check_data_dir
+from pipeline.records import read_shard, shard_hash
+from pipeline.runner import run
+from pipeline.scoring import score
 from pipeline.splits import check_run_seeds
+from pipeline.variants import variant_of
 
 log = logging.getLogger(__name__)
 
 
 def run_cell(cfg: DictConfig) -> dict[str, object]:
     """Bring one cell up to date; return its cell key and correctness rate."""
-    from pipeline.build import layout, make_app, run_hash
-    from pipeline.cells import cell_from_config
-    from pipeline.generate import generate
-    from pipeline.preflight import check_cell
-    from pipeline.records import read_shard, shard_hash
-    from pipeline.runner import run
-    from pipeline.scoring import score
-    from pipeline.variants import variant_of
 
     check_cell(cfg)  # what needs no work, before any: the agent's and the model's needs
     app = make_app(cfg)
@@ -48,7 +47,7 @@ def run_cell(cfg: DictConfig) -> dict[str, object]:
     paths = layout(cfg)
     with Heartbeat(cell.part):
         generate(cfg, app)  # a no-op when the shard already holds enough queries
-        digest = run_hash(cfg, app)
+        digest = run_hash(cfg)
         if shard_hash(paths.transcripts(cell)) != digest:
             run(cfg)
         scored = (paths.episodes(cell), paths.steps(cell), paths.calls(cell), paths.cells(cell))

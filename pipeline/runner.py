@@ -23,14 +23,16 @@ from tqdm import tqdm
 
 from pipeline import untrusted
 from pipeline.agents import Agent, Reply, agent_episode
-from pipeline.build import layout, make_agent, make_app, run_hash
-from pipeline.cells import Cell, cell_from_config
+from pipeline.build import cell_config, layout, make_agent, make_app, run_hash
+from pipeline.cells import Cell, Layout, cell_from_config, data_root
 from pipeline.checkpoint import CellFailed, Checkpoint
 from pipeline.core import App, Environment, Query, StepResult, StepStatus, canonical_json
 from pipeline.errors import AgentFailure, AgentStopped, EnvironmentFailure, NetGaugeError
 from pipeline.generate import read_queries
+from pipeline.llm.models import ModelPool
+from pipeline.plan import read_plan
 from pipeline.play import EpisodeLoop, environment_failure, played
-from pipeline.records import write_shard
+from pipeline.records import shard_hash, write_shard
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +48,6 @@ def run(cfg: DictConfig, models: Any = None, share: Budget | None = None) -> Pat
     """
     with contextlib.ExitStack() as stack:
         if cfg.agent.uses_model and models is None:
-            from pipeline.llm.models import ModelPool
-
             models = stack.enter_context(ModelPool(layout(cfg).root))
         return _run(cfg, models, share)
 
@@ -75,18 +75,13 @@ def run_model(grid: str, model: str, data_dir: str) -> list[Path]:
     resumes with the cells that did not finish (each from its checkpoint). A failing cell
     does not stop the others; the first failure is raised once every cell has stopped.
     """
-    from pipeline.build import cell_config
-    from pipeline.cells import Layout, data_root
-    from pipeline.llm.models import ModelPool
-    from pipeline.plan import read_plan
-    from pipeline.records import shard_hash
 
     cells = [c for c in read_plan(data_dir, grid) if c.model == model]
     if not cells:
         raise CellFailed(f"plan '{grid}' has no cell with model '{model}'")
     paths = Layout(data_root(data_dir))
     configs = [(cell_config(cell, data_dir), paths.transcripts(cell)) for cell in cells]
-    todo = [cfg for cfg, path in configs if shard_hash(path) != run_hash(cfg, make_app(cfg))]
+    todo = [cfg for cfg, path in configs if shard_hash(path) != run_hash(cfg)]
     errors: list[BaseException] = []
     if todo:
         slots = threading.BoundedSemaphore(max(workers_for(cfg) for cfg in todo))
@@ -133,7 +128,7 @@ def _run(cfg: DictConfig, models: Any, share: Budget | None = None) -> Path:
     agent = make_agent(cfg, app, models)
     cell = cell_from_config(cfg)
     paths = layout(cfg)
-    digest = run_hash(cfg, app)
+    digest = run_hash(cfg)
     queries = read_queries(paths.queries(cell), limit=cfg.queries)
     if len(queries) < cfg.queries:
         raise CellFailed(

@@ -45,7 +45,7 @@ def score(cfg: DictConfig) -> tuple[Path, Path, Path, Path]:
     cell = cell_from_config(cfg)
     columns = cell.columns()
     paths = layout(cfg)
-    digest = run_hash(cfg, app)
+    digest = run_hash(cfg)
     queries = read_queries(paths.queries(cell), limit=cfg.queries)
     by_query: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in read_shard("transcripts", paths.transcripts(cell)).to_pylist():

@@ -120,7 +120,7 @@ def step(episode: Episode, reply: object, max_chars: int = DEFAULT_MAX_REPLY_CHA
     empty reply with the reason in place of its message."""
     why = refusal(reply, max_chars)
     if why is None:
-        return episode.step(reply)
+        return episode.step(str(reply))  # refusal let it through: it is a str already
     result = episode.step("")
     status = result.status if result.status is not StepStatus.OK else StepStatus.PARSE_ERROR
     return replace(result, action="", status=status, output=why, error=why)

@@ -107,7 +107,6 @@ class EchoReplyFormat:
 
 
 class EchoApp:
-    version = "1"
     reply_format = EchoReplyFormat()
 
     def __init__(self, cfg: EchoConfig, cache_dir: Path, shared: Path | None) -> None:

@@ -18,9 +18,9 @@ from analysis.questions import MissingData, ask, ask_or_none, names, question
 from analysis.study import query_count_study
 from analysis.summary import summary
 from analysis.synthetic import write_episodes
-from analysis.views import columns, connect, has_table
 from pipeline.cells import Cell
 from pipeline.errors import ConfigError, DataError
+from pipeline.views import columns, connect, has_table
 
 AGENTS = {("m1", "weak"): 0.55, ("m1", "strong"): 0.65, ("none", "oracle"): 1.0}
 

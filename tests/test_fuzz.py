@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.fuzz import targets
+from generators.benches import fuzz as targets
 from pipeline.fuzz.run import AppRun, fuzz_app
 from tests.conftest import require, require_emulator, require_root
 

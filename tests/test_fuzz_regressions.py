@@ -160,7 +160,7 @@ LAB_REPLIES = {
 def test_the_lab_replies_the_fuzzer_found_are_typed_steps():
     """Each played as the runner plays it (pipeline/play.py); none may be an env_error,
     which would fail the cell."""
-    from pipeline.fuzz.targets import routing
+    from generators.benches.fuzz import routing
     from pipeline.play import played
     from tests.conftest import require_emulator
 

@@ -16,18 +16,18 @@ from pathlib import Path
 
 import pytest
 
-from analysis.views import connect
 from emulators.mininet import instances
 from generators.routing.config import RoutingConfig
 from generators.routing.environment import RoutingEnvironment
 from generators.routing.topology import RoutingTopology
-from pipeline.agents import NullAgent
 from pipeline.cells import Cell
 from pipeline.config import compose
 from pipeline.errors import EnvironmentFailure
 from pipeline.gym.env import NetGaugeEnv
+from pipeline.reference.agents import NullAgent
 from pipeline.run import run_cell
 from pipeline.runner import play
+from pipeline.views import connect
 from tests.chat_endpoint import chat_endpoint
 from tests.conftest import require_emulator
 from tests.test_routing_netcmd import _query
@@ -124,6 +124,7 @@ def test_a_byte_stored_in_the_kernel_breaks_no_read_and_the_lab_is_reused_then_g
 def test_a_node_shell_killed_during_a_step_is_an_env_error_within_a_deadline(tmp_path):
     require_emulator("mininet")
     env = NetGaugeEnv(app="routing", levels=1, queries=1, data_dir=str(tmp_path))
+    env._generated[1] = [_query(RoutingTopology(2, 1))]  # no draw to validate: the test's own
     prefixes = []
     try:
         env.reset(seed=0)

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from pipeline.config import ROOT, compose
+from pipeline.config import ROOT, NetGaugeConfig, compose
 from pipeline.configkeys import check_keys
 from pipeline.errors import ConfigError, EnvironmentFailure
 from pipeline.plan import load_plan
@@ -38,17 +38,21 @@ PY = sys.executable
 )
 def test_a_mistyped_key_is_named_with_the_closest_one(override, message):
     with pytest.raises(ConfigError, match=r"^unknown config key") as err:
-        check_keys(["app=malt", override])
+        check_keys(["app=malt", override], NetGaugeConfig)
     assert message in str(err.value)
     with pytest.raises(ConfigError, match=r"^unknown config key"):
         compose(["app=malt", override])
 
 
 def test_keys_that_exist_or_sit_in_a_mapping_pass():
-    check_keys(["app=routing", "app.probe.timeout_ms=100", "level=2", "hydra.verbose=true"])
-    check_keys(["agent=mcp_example", "+agent.env.MY_MODEL=x", "agent.command=[a]"])
-    check_keys(["model=smollm2", "+model.headers_env.X-Key=VAR", "agent=zero_shot"])
-    check_keys(["app=malt_google", "app.topology.path=/x"])  # malt's schema, inherited
+    check_keys(
+        ["app=routing", "app.probe.timeout_ms=100", "level=2", "hydra.verbose=true"], NetGaugeConfig
+    )
+    check_keys(["agent=mcp_example", "+agent.env.MY_MODEL=x", "agent.command=[a]"], NetGaugeConfig)
+    check_keys(["model=smollm2", "+model.headers_env.X-Key=VAR", "agent=zero_shot"], NetGaugeConfig)
+    check_keys(
+        ["app=malt_google", "app.topology.path=/x"], NetGaugeConfig
+    )  # malt's schema, inherited
 
 
 def _cli(*argv: str, timeout: float = 60) -> subprocess.CompletedProcess:

@@ -167,7 +167,7 @@ def test_an_old_data_directory_is_migrated_without_losing_a_row(tmp_path):
         )
     )
     # The views read the migrated rows beside new ones, and a second call changes nothing.
-    from analysis.views import connect
+    from pipeline.views import connect
 
     assert connect(tmp_path).execute("SELECT count(*) FROM episodes").fetchone() == (7,)
     files = sorted(p for p in tmp_path.rglob("*") if p.is_file())

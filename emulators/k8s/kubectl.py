@@ -29,10 +29,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from emulators import cgroup, process
+from emulators import process
 from emulators.jail import Jail
 from emulators.k8s import flags
 from emulators.k8s.flags import Refused
+from pipeline import cgroup
 from pipeline.errors import EnvironmentFailure
 from pipeline.files import replacing
 from pipeline.untrusted import argv_refusal

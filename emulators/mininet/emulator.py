@@ -14,6 +14,7 @@ Configuration, reachability, snapshot and reset are NamespaceEmulator's
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,6 +25,8 @@ from emulators.mininet import instances, process
 from emulators.mininet.nodes import load_mininet, run_scripts, shell_status, terminate
 from emulators.namespaced import SCRIPT_TIMEOUT_S, NamespaceEmulator
 from pipeline.errors import EnvironmentFailure
+
+log = logging.getLogger(__name__)
 
 
 class MininetEmulator(NamespaceEmulator):
@@ -145,7 +148,10 @@ class MininetEmulator(NamespaceEmulator):
         net, self._net = self._net, None
         try:
             for node in [*net.switches, *net.hosts] if net is not None else []:
-                terminate(node)
+                try:
+                    terminate(node)
+                except EnvironmentFailure as err:  # its pty; the others still go, then the sweep
+                    log.warning("stopping %s: %s", node.name, err)
             if self.prefix:
                 instances.kill_prefix(self.prefix)  # shells a failed build did not pin
             instances.kill_in(self._pins)  # stragglers: anything left in our namespaces

@@ -8,12 +8,14 @@ script is one line of shell; a longer one goes through a file (a tty line holds 
 Agents' commands never reach these shells (see process.py).
 
 Every read from a node shell has a deadline and notices the shell's death: Mininet's own
-`Node.cmd` (used while a lab is built and started) waits for output without either, and
-the pty it reads never reports a dead shell (Mininet keeps the other end open), so a shell
-killed under it hung the run for good (issue 26). Our nodes (`Bounded`) wait in slices of
-LIVENESS_S, checking their shell, for at most READ_TIMEOUT_S, and decode what they read
-with replacement: a byte an agent stored in the kernel (an iptables comment, an interface
-alias) that is not UTF-8 is shown as U+FFFD, never raised as a UnicodeDecodeError.
+`Node.cmd` (used while a lab is built and started) has neither (its poll also waits for
+POLLOUT, always ready, so it blocks in the read itself), and a dead shell's pty never
+reads as end of file (Mininet keeps the other end open), so a shell killed under it hung
+the run for good (issue 26). Our nodes (`Bounded`) wait for POLLIN in slices of
+LIVENESS_S, checking their shell, for at most READ_TIMEOUT_S (a hung-up pty is a dead
+shell), and decode what they read with replacement: a byte stored in the kernel (an
+iptables comment, an interface alias) that is not UTF-8 is shown as U+FFFD, never raised
+as a UnicodeDecodeError.
 """
 
 from __future__ import annotations
@@ -82,13 +84,17 @@ def wait_readable(node: Any, timeout_s: float = READ_TIMEOUT_S) -> None:
             )
 
 
-def terminate(node: Any) -> None:
+def terminate(node: Any, timeout_s: float = 5.0) -> None:
     """Kill a node's shell and everything in its session (SIGKILL: Mininet's SIGHUP can be
-    ignored), then let Mininet close its pty and reap it. The shell is our unreaped child
-    while `poll()` says it runs, so its pid (and its session's id) is its own."""
+    ignored), reap it within `timeout_s`, then let Mininet close its pty (without its own
+    unbounded wait). The shell is our unreaped child while `poll()` says it runs, so its
+    pid (and its session's id) is its own."""
     if node.shell is not None and node.shell.poll() is None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(node.shell.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            node.shell.wait(timeout=timeout_s)
+    node.waitExited = False
     try:
         node.terminate()
     except OSError as err:  # a pty already closed
@@ -126,8 +132,10 @@ def load_mininet() -> dict[str, Any]:
             super().startShell(mnopts)
 
         def read(self, size: int = 1024) -> str:
-            if not self.readbuf:  # else Mininet reads from its buffer, or os.read blocks
-                wait_readable(self)
+            if self.readbuf:  # what is buffered, without a read that could block on the pty
+                result, self.readbuf = self.readbuf[:size], self.readbuf[size:]
+                return result
+            wait_readable(self)
             return super().read(size)
 
         def waitReadable(self, timeoutms: Any = None) -> Any:

@@ -16,9 +16,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.core import Action
-from pipeline.untrusted import JSON
-from pipeline.untrusted import fenced_blocks as _fences
+from pipeline.api import JSON, Action
+from pipeline.api import fenced_blocks as _fences
 
 EXAMPLE = '{"command": "kubectl get networkpolicies"}'
 MAX_REPLY_CHARS = 640 << 10  # a command, its stdin and files (emulators.k8s.kubectl limits)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pipeline.core import Action
+from pipeline.api import Action
 
 if TYPE_CHECKING:  # the reply format imports SHOW; it needs no sandbox
     from emulators.netcmd.sandbox import CommandSandbox

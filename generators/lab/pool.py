@@ -26,7 +26,7 @@ from typing import Any, Protocol, Self
 from emulators.base import EMULATORS, Emulator, Lab
 from emulators.netcmd.sandbox import CommandSandbox
 from emulators.probe import PROTOCOLS
-from pipeline.errors import ConfigError, EnvironmentFailure
+from pipeline.api import ConfigError, EnvironmentFailure
 
 log = logging.getLogger(__name__)
 
@@ -189,9 +189,17 @@ class LabPool:
             live[0].stop()
 
     def close(self) -> None:
+        """Stop every live lab, each even when stopping another raised (the first error is
+        raised once all are stopped)."""
+        errors = []
         while self._live:
             _, (emu, _) = self._live.popitem()
-            emu.stop()
+            try:
+                emu.stop()
+            except Exception as err:  # raised below, after the others
+                errors.append(err)
+        if errors:
+            raise errors[0]
 
     def __enter__(self) -> Self:
         return self

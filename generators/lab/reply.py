@@ -16,8 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from generators.lab.diagnostics import SHOW
-from pipeline.core import Action
-from pipeline.untrusted import JSON
+from pipeline.api import JSON, Action
 
 INSTRUCTIONS = (
     'exactly one JSON object per turn: {"machine": "<a machine name>", "command": "<one command>"}'

@@ -38,14 +38,15 @@ from typing import Any
 import networkx as nx
 
 from emulators.pysandbox import graphdiff
-from generators.malt import APP_VERSION, plancheck, planoracle, planrender, plansolve
-from generators.malt.actions import answer_type, expected_record, operation_label
+from generators.malt import APP, APP_VERSION, plancheck, planoracle, planrender, plansolve
+from generators.malt.actions import Spec, expected_record, operation_label
 from generators.malt.checker import SafetyChecker
 from generators.malt.config import size_class
 from generators.malt.index import Redraw, TopoIndex, View
 from generators.malt.inprocess import InProcessRunner
 from generators.malt.intended import judge
-from generators.malt.levels import Drawer
+from generators.malt.levels import PLAN_LEVELS, Drawer, spec_key
+from generators.malt.measure import measure
 from generators.malt.operations import selects
 from generators.malt.oracle import ORACLE_PRELUDE, program
 from generators.malt.planbase import Base
@@ -53,18 +54,21 @@ from generators.malt.plandraw import PlanDrawer
 from generators.malt.prompt import build_prompt
 from generators.malt.render import Renderer
 from generators.malt.scoring import answers_match, canonical_diff
-from pipeline.core import Query, canonical_json
-from pipeline.errors import ConfigError, QueryGenerationError
-from pipeline.querygen import KeyTracker, query_id, query_key, query_rng, stamp, weighted_choice
+from pipeline.api import (
+    ConfigError,
+    KeyTracker,
+    Query,
+    QueryGenerationError,
+    canonical_json,
+    query_id,
+    query_rng,
+    stamp,
+    weighted_choice,
+)
 
-LEVELS = (1, 2, 3, 4, 5)
-PLAN_LEVELS = (4, 5)
+LEVELS = APP.levels
 MAX_DRAWS = 100
 SELECT_DRAWS = 5_000  # draws of levels 1-3 searched for a selected or weighted label
-
-
-def spec_key(topology_id: str, spec: dict[str, Any]) -> str:
-    return query_key(topology_id, spec)
 
 
 def is_null_like(record: dict[str, Any]) -> bool:
@@ -119,8 +123,6 @@ class MaltQueryGenerator:
         allow_repeats: bool = False,
         weights: Mapping[str, float] | None = None,
     ) -> Iterator[Query]:
-        if level not in LEVELS:
-            raise ConfigError(f"level must be one of {list(LEVELS)}, got {level!r}")
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
             raise ConfigError(f"count must be a non-negative int, got {count!r}")
         if count and (weights is not None or self.operations is not None):
@@ -156,8 +158,6 @@ class MaltQueryGenerator:
     def _measured(self, level: int) -> Any:
         if self._capacity is not None:
             return self._capacity(level)
-        from generators.malt.capacity import measure  # it imports this module
-
         return measure(self, level, draws=4_000, validate=400)
 
     def draw_spec(
@@ -189,10 +189,11 @@ class MaltQueryGenerator:
             capacity=(lambda: capacity(level)) if capacity is not None else None,
         )
 
-    def check(self, spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, list]] | str:
+    def check(self, drawn: Spec) -> tuple[dict[str, Any], dict[str, list]] | str:
         """Checks 1-3 of the module docstring: (answer record, intended diff: the changes
         the whole task makes), or why the spec is rejected."""
-        if answer_type(spec) == "plan":
+        spec = drawn.body
+        if drawn.answer_type == "plan":
             return self._check_plan(spec)
         try:
             view = View(self.index)
@@ -201,7 +202,7 @@ class MaltQueryGenerator:
             return str(exc).split(":")[0][:60]
         if is_null_like(record):
             return "null-like answer"
-        if not self._first_step_matters(spec, record):
+        if not self._first_step_matters(drawn, record):
             return "the first step does not change the answer"
         changes = record["diff"] if record["type"] == "graph" else view.diff()
         if not graphdiff.is_empty(changes) and judge(self.checker, changes, changes):
@@ -240,20 +241,20 @@ class MaltQueryGenerator:
         tracker = tracker or self.tracker(level, seed)
         rng = query_rng(seed, level, index)
 
-        def draw() -> tuple[str, dict[str, Any]] | str:
+        def draw() -> tuple[str, Spec] | str:
             try:
                 spec = self.draw_spec(level, rng, weights)
             except Redraw as exc:
                 return str(exc).split(":")[0][:60]
-            return spec_key(self.topology_id, spec), spec
+            return spec_key(self.topology_id, spec), Spec.of(spec)
 
-        def build(spec: dict[str, Any]) -> Query | str:
-            checked = self.check(spec)
+        def build(drawn: Spec) -> Query | str:
+            checked = self.check(drawn)
             if isinstance(checked, str):
                 return checked
             record, changes = checked
             qid = query_id(self.app_name, level, seed, index)
-            return self._finish(spec, record, changes, qid, level, seed, index)
+            return self._finish(drawn, record, changes, qid, level, seed, index)
 
         taken = tracker.take(
             index,
@@ -265,19 +266,19 @@ class MaltQueryGenerator:
         )
         return stamp(taken.value, taken)
 
-    def _first_step_matters(self, spec: dict[str, Any], record: dict[str, Any]) -> bool:
+    def _first_step_matters(self, drawn: Spec, record: dict[str, Any]) -> bool:
         """In a sequence ending in a question, the earlier change must change the answer."""
-        if spec["op"] != "seq" or record["type"] == "graph":
+        if drawn.body["op"] != "seq" or record["type"] == "graph":
             return True
         try:
-            alone = expected_record(spec["steps"][-1], View(self.index))
+            alone = expected_record(drawn.body["steps"][-1], View(self.index))
         except Redraw:
             return True  # the question needs what the first step added
-        return answers_match(answer_type(spec), alone, record) is not None
+        return answers_match(drawn.answer_type, alone, record) is not None
 
     def _finish(
         self,
-        spec: dict[str, Any],
+        drawn: Spec,
         record: dict[str, Any],
         changes: dict[str, list],
         query_id: str,
@@ -288,7 +289,7 @@ class MaltQueryGenerator:
         """Validate the oracle program against the analytic answer and build the Query.
         `changes`: the analytic diff of the whole run (also for questions asked after a
         change), which lets the runner restore the base without a full scan."""
-        kind = answer_type(spec)
+        spec, kind = drawn.body, drawn.answer_type
         if kind == "plan":
             code, truth = self._plan_truth(spec, record, query_id)
             task = planrender.task(spec, self.renderer.ref)
@@ -316,7 +317,7 @@ class MaltQueryGenerator:
             index=index,
             prompt=build_prompt(task),
             answer_type=kind,
-            operation=operation_label(spec),
+            operation=drawn.operation,
             ground_truth={
                 "spec": spec,
                 "answer": record,

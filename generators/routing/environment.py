@@ -23,20 +23,13 @@ from generators.routing import checks
 from generators.routing.checks import Connectivity
 from generators.routing.config import RoutingConfig
 from generators.routing.episode import ProbedEpisode
-from generators.routing.faults import Fault
+from generators.routing.faults import Fault, InjectionFailed
 from generators.routing.frr.episode import FrrEpisode, frr_episode
 from generators.routing.frr.generator import FRR_LEVELS, FrrPool
 from generators.routing.topology import RoutingTopology
-from pipeline.core import Query
-from pipeline.errors import EnvironmentFailure
+from pipeline.api import EnvironmentFailure, Query
 
 log = logging.getLogger(__name__)
-
-
-class InjectionFailed(EnvironmentFailure):
-    """An injection command ran and exited non-zero: the fault cannot be made on this lab
-    (when generating, the draw is invalid; when playing a validated query, the lab differs
-    from the one it was validated on)."""
 
 
 def inject(emu: Emulator, faults: list[Fault]) -> None:

@@ -1,8 +1,7 @@
-"""What the fuzzer draws from: hostile values, and the commands and lines operators type.
+"""What the fuzzer's mutations draw from: hostile values, FRR lines, YAML and Python.
 
-The hostile tables feed pipeline/fuzz/grammar.py's mutations; the command corpora are the
-seeds of pipeline/fuzz/targets.py (besides each query's oracle replies), so mutations
-reach every tool's grammar and not only the oracle's commands.
+The commands an operator of each app types (the seeds besides each query's oracle
+replies) are the apps' knowledge: generators/benches/fuzz.py.
 """
 
 # Text no tool expects: NUL, control bytes, lone surrogates (what a JSON "\ud800" escape
@@ -75,39 +74,4 @@ CODE_BODIES = (
     "    return -0.0",
     "    return 2 ** 63",
     "    return [1] * 10 ** 7",
-)  # fmt: skip
-
-LAB_CORPUS = (
-    "ip -br addr", "ip route show", "ip route add 10.0.9.0/24 via 10.0.1.1",
-    "ip route del default", "ip addr add 10.0.9.1/24 dev eth0", "ip link set eth0 up",
-    "ip -6 rule add pref 100 prohibit", "ip neigh add proxy 10.0.0.9 dev eth0",
-    "ip rule add from 10.0.0.0/8 table 7", "sysctl -w net.ipv4.ip_forward=1",
-    "iptables -A FORWARD -s 10.0.1.0/24 -j DROP", "iptables -D FORWARD 1", "iptables -S",
-    "iptables -I INPUT -p tcp -m multiport --dports 22,80,443 -j ACCEPT",
-    "iptables -A INPUT -m comment --comment hello -j ACCEPT",
-    "iptables -A INPUT -m string --string abc --algo bm -j DROP",
-    "iptables -t nat -A POSTROUTING -o eth0 -j MASQUERADE", "iptables -F",
-    "tc qdisc add dev eth0 root tbf rate 1mbit burst 32kbit latency 400ms",
-    "tc qdisc show", "ping -c 1 -W 1 10.0.0.1", "arp -n", "ip -j route",
-    "iptables -I FORWARD -m comment --comment note -j ACCEPT",
-    "iptables -A OUTPUT -p udp -m string --string x --algo kmp -j DROP",
-    "iptables -A INPUT -j LOG --log-prefix seen", "ip link set dev eth0 alias uplink",
-)  # fmt: skip
-VTYSH_CORPUS = (
-    "vtysh -c 'show running-config'", "vtysh -c 'show ip ospf neighbor'",
-    "vtysh -c 'show bgp summary json'",
-    "vtysh -c 'configure terminal' -c 'router ospf' -c 'network 10.0.1.0/24 area 0'",
-    "vtysh -c 'configure terminal' -c 'router bgp 65001' -c 'neighbor 10.0.0.2 remote-as 65002'",
-    "vtysh -c 'configure terminal' -c 'router bgp 65001' -c 'neighbor 10.0.0.2 description peer'",
-    "vtysh -c 'conf t' -c 'interface eth0' -c 'ip ospf cost 10'",
-    "vtysh -c 'configure terminal' -c 'ip prefix-list p seq 5 permit 10.0.0.0/8 le 32'",
-    "vtysh -d ospfd -c 'show ip ospf'", "vtysh -E -c 'show ip route'",
-)  # fmt: skip
-KUBECTL_CORPUS = (
-    "kubectl get networkpolicies -A", "kubectl get pods -o wide",
-    "kubectl describe networkpolicy adservice",
-    "kubectl get networkpolicy adservice -o json", "kubectl delete networkpolicy adservice",
-    "kubectl label namespace default a=b --overwrite", "kubectl api-resources",
-    "kubectl explain networkpolicy.spec", "kubectl get ns --show-labels",
-    "kubectl patch networkpolicy adservice --type=merge -p '{\"spec\":{\"podSelector\":{}}}'",
 )  # fmt: skip

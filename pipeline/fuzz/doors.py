@@ -212,14 +212,3 @@ def probe(target: Target) -> Callable[[str, dict[str, Any]], str]:
         return f"{name[:50]}: {len(arguments)} arguments"
 
     return probe
-
-
-def door(target: Target, name: str, turns: int, seed: str) -> DoorTally:
-    """`turns` turns through the door `name` (text, json, tools, mcp, a2a)."""
-    from pipeline.fuzz import protocol_doors
-
-    if name in ("text", "json", "tools"):
-        return llm_door(target, name, turns, seed)
-    if name == "mcp":
-        return protocol_doors.mcp_door(target, turns, seed)
-    return protocol_doors.a2a_door(target, turns, seed)

@@ -4,20 +4,19 @@
 agent door (pipeline/fuzz/doors.py) for the app's reply format, then `replies` mutated
 replies and every reply the doors let through in the app's live environment
 (pipeline/fuzz/harness.py). `figures(results)` is what `python -m pipeline.bench --only
-fuzz` stores: replies tried per app and door, statuses, and each finding with its
-reproducer. CI runs the same on a fixed seeded budget (tests/test_fuzz.py).
+fuzz` stores (generators/benches/fuzz.py, where the apps' targets are): replies tried per
+app and door, statuses, and each finding with its reproducer. CI runs the same on a fixed
+seeded budget (tests/test_fuzz.py).
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.core import Environment
-from pipeline.errors import NetGaugeError
-from pipeline.fuzz import doors
+from pipeline.fuzz import doors, protocol_doors
 from pipeline.fuzz.harness import Finding, Tally, Target, fuzz_target
 
 DOORS = ("text", "json", "tools", "mcp", "a2a")
@@ -38,6 +37,15 @@ class AppRun:
         return list(seen.values())
 
 
+def door_tally(target: Target, door: str, turns: int, seed: str) -> doors.DoorTally:
+    """`turns` turns through the door `door` (text, json, tools, mcp, a2a)."""
+    if door in ("text", "json", "tools"):
+        return doors.llm_door(target, door, turns, seed)
+    if door == "mcp":
+        return protocol_doors.mcp_door(target, turns, seed)
+    return protocol_doors.a2a_door(target, turns, seed)
+
+
 def fuzz_app(
     target: Target,
     replies: int,
@@ -52,7 +60,7 @@ def fuzz_app(
     run = AppRun(target.name, Tally(target.name))
     extra: list[str] = []
     for door in DOORS if door_turns else ():
-        tally = doors.door(target, door, door_turns, seed)
+        tally = door_tally(target, door, door_turns, seed)
         run.doors.append(tally)
         extra += tally.replies.get(target.name, [])[:door_replies]
         if progress is not None:
@@ -89,23 +97,3 @@ def figures(runs: Sequence[AppRun], seconds: float) -> dict[str, Any]:
     out["crashes"] = [describe(f) for run in runs for f in run.findings]
     out["crashes_found"] = len(out["crashes"])
     return out
-
-
-def bench(targets: dict[str, int], door_turns: int, seed: str = "bench") -> dict[str, Any]:
-    """`python -m pipeline.bench --only fuzz`: `targets` maps a target (fuzz/targets.py)
-    to its reply budget; each app's doors get `door_turns` turns."""
-    from pipeline.fuzz.targets import TARGETS
-
-    started = time.monotonic()
-    runs = []
-    skipped = {}
-    for name, replies in targets.items():
-        try:
-            target = TARGETS[name]()
-        except NetGaugeError as err:  # e.g. Google's MALT example is not on this machine
-            skipped[f"{name}_skipped"] = str(err)[:300]
-            continue
-        # A tenth of the budget again from each door: FRR's steps take seconds each.
-        extra = max(1, replies // 10)
-        runs.append(fuzz_app(target, replies, door_turns, seed, door_replies=extra, progress=print))
-    return figures(runs, time.monotonic() - started) | skipped

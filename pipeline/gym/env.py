@@ -41,9 +41,13 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from pipeline.build import make_app
+from pipeline.config import compose
 from pipeline.core import App, Query, StepStatus
 from pipeline.errors import ConfigError, EnvironmentFailure
+from pipeline.generate import stored_queries
 from pipeline.play import EpisodeLoop, environment_failure, played
+from pipeline.registry import APPS
 
 TRAIN_SEED = 2  # the first seed of the train split: no grid evaluates its queries
 MAX_TEXT = 1 << 21  # characters; longer than any prompt, output or code an app accepts
@@ -95,9 +99,6 @@ class NetGaugeEnv(gym.Env[str, str]):
         data_dir: str = "data",
         render_mode: str | None = None,
     ) -> None:
-        from pipeline.build import make_app
-        from pipeline.config import compose
-
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ConfigError(f"render_mode={render_mode!r}; choose one of: ansi, None")
         self.levels = [levels] if isinstance(levels, int) else list(levels)
@@ -110,6 +111,8 @@ class NetGaugeEnv(gym.Env[str, str]):
         self.render_mode = render_mode
         self._overrides = [f"app={app}", f"data_dir={data_dir}", *overrides]
         self.cfg = compose(self._overrides)
+        for level in self.levels:
+            APPS.get(str(self.cfg.app.kind)).check_level(level)
         self.app: App = make_app(self.cfg)
         self.observation_space = AnyText()
         self.action_space = AnyText()
@@ -145,9 +148,6 @@ class NetGaugeEnv(gym.Env[str, str]):
 
     def _stored(self, level: int) -> list[Query] | None:
         """The level's queries from the data directory's shard, when it has them all."""
-        from pipeline.config import compose
-        from pipeline.generate import stored_queries
-
         cfg = compose(
             [
                 *self._overrides,

@@ -43,6 +43,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from pipeline.agents import EpisodeEnd, Exchange, Probe, Reply
+from pipeline.config import load_choice
 from pipeline.core import App, Query, diagnostics, observation_changes
 from pipeline.errors import ContextOverflow
 from pipeline.llm import context, examples, prompts
@@ -70,8 +71,6 @@ class LLMAgent:
         self._backend = models.backend(model)
         self._master: ChatBackend | None = None
         if self.cfg.repair.master_model:
-            from pipeline.config import load_choice
-
             self._master = models.backend(load_choice("model", self.cfg.repair.master_model))
         self._library = examples.library(getattr(app, "few_shot", ()), self.cfg.library)
         self._shown: dict[str, list[tuple[str, str]]] = {}  # query id -> its examples

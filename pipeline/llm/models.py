@@ -28,6 +28,7 @@ from pipeline.errors import ConfigError
 from pipeline.heartbeat import waiting
 from pipeline.serving.client import ChatClient, ChatResult, Sampling
 from pipeline.serving.config import VllmModelConfig
+from pipeline.serving.server import open_endpoint
 
 
 class ChatBackend:
@@ -90,8 +91,6 @@ class ModelPool:
             return self._backends[model.name]
 
     def _open(self, model: VllmModelConfig) -> ChatBackend:
-        from pipeline.serving.server import open_endpoint
-
         endpoint = self._starter.submit(
             self._stack.enter_context, open_endpoint(model, self._data_dir)
         ).result()

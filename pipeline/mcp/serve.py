@@ -15,9 +15,15 @@ import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
+from pipeline.build import cell_from_config, layout, make_app
+from pipeline.config import compose
 from pipeline.core import StepResult, StepStatus
 from pipeline.errors import ConfigError
+from pipeline.generate import generate, read_queries
+from pipeline.mcp.agent import MCPAgent
 from pipeline.mcp.config import MCPAgentConfig
+from pipeline.runner import play
+from pipeline.scoring import judge
 
 OWN_KEYS = ("index", "query", "turn_timeout_s", "episode_timeout_s")
 
@@ -36,12 +42,6 @@ def split_arguments(argv: Sequence[str]) -> tuple[list[str], dict[str, str]]:
 
 def serve(argv: Sequence[str], out: TextIO = sys.stdout) -> dict[str, Any]:
     """Play one episode with a person's MCP client; print and return its verdict."""
-    from pipeline.build import cell_from_config, layout, make_app
-    from pipeline.config import compose
-    from pipeline.generate import generate, read_queries
-    from pipeline.mcp.agent import MCPAgent
-    from pipeline.runner import play
-    from pipeline.scoring import judge
 
     overrides, own = split_arguments(argv)
     index = _integer(own.get("index", "0"), "index")

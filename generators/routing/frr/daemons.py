@@ -32,7 +32,7 @@ from typing import Any
 
 from emulators.jail import bwrap_path
 from emulators.netcmd.vtysh import VTYSH_CONF
-from pipeline.errors import EnvironmentFailure
+from pipeline.api import EnvironmentFailure
 
 FRR_LIB = Path("/usr/lib/frr")
 CAPS = ("CAP_NET_ADMIN", "CAP_NET_RAW", "CAP_NET_BIND_SERVICE", "CAP_SYS_ADMIN",
