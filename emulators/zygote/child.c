@@ -115,12 +115,20 @@ static void prepare(int *cg, int ncg)
     TRY(setsid() >= 0, "setsid");
     TRY(prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == 0, "PDEATHSIG");
     if (profile.proc) {
+        /* As bubblewrap: /proc/sys read-only (but the keys a command may write), and the
+         * old corners where root could act on the host (sysrq, IRQ affinities, buses). */
+        static const char *covered[] = {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"};
         char err[ERR_LEN];
+        struct stat st;
         TRY(mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) == 0,
             "mount proc");
-        if (bind_remount("/proc/sys", "/proc/sys", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-                         err) != 0)
-            fail(err);
+        for (size_t i = 0; i < sizeof(covered) / sizeof(*covered); i++) {
+            if (stat(covered[i], &st) != 0 && errno == ENOENT)
+                continue;
+            if (bind_remount(covered[i], covered[i], MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                             err) != 0)
+                fail(err);
+        }
     }
     char options[64] = "mode=0755";  /* the command's own, as bubblewrap's unprivileged mount */
     if (profile.user)
