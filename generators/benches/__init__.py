@@ -4,7 +4,9 @@ Modules: isolation (what the jails cost per action: ip, iptables, tc, sysctl, pi
 and kubectl, bare vs the one-shot jail vs the persistent jail, back to back and spaced as
 an agent's commands are; ~3 minutes), bounds (the kernel memory one lab can be made to
 hold, before and after the bounds by effect; needs root, ~15 minutes), checks
-(what the lab apps' intended-state checks cost per episode, and the prober against fping).
+(what the lab apps' intended-state checks cost per episode, and the prober against fping),
+fuzz (the reply fuzzer's targets: hostile replies through every app and agent door,
+crashes found; pipeline/fuzz/).
 """
 
 from pipeline.api import BenchSpec
@@ -13,4 +15,5 @@ BENCHES = [
     BenchSpec("isolation", ".isolation:run_all", default=True),
     BenchSpec("checks", ".checks:bench"),
     BenchSpec("bounds", ".bounds:run_all"),
+    BenchSpec("fuzz", ".fuzz:bench", default=True),
 ]
