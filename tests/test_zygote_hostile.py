@@ -174,3 +174,42 @@ def test_the_zygote_and_its_commands_die_with_netgauge(jail):
         proc.wait()
         for holder in world.running("sleep 86400.25"):  # its namespace holder, orphaned
             world.kill(holder)
+
+
+def test_the_host_watch_counts_the_zygote_as_ours_and_it_leaves_nothing(jail):
+    """tests/hostwatch.py attributes the jail's processes (waiter, zygote, the command and
+    the child prepared for the next one, in their own pid namespaces) to the test run, so a
+    leaked zygote fails a host comparison; closed, it leaves no process or file behind."""
+    from tests import hoststate
+    from tests.conftest import require
+    from tests.hostwatch import Tracker
+
+    watch = Tracker.start(hoststate.FILE_TOPS)
+    require(watch is not None, "the kernel has no proc connector or fanotify")
+    try:
+        before = hoststate._processes()  # processes and the files the run touched: the
+        # whole snapshot walks every file under /tmp, seconds on a shared machine
+        zygote = Zygote(world.hostile_root(), name="watched")
+        try:
+            got = zygote.run(world.sh(zygote.root, "sleep 4244.5 & echo $$; wait"),
+                             net_fd=jail[1], timeout_s=0.5, output_bytes=100)  # fmt: skip
+            assert got.timed_out and got.output.strip() == "1"  # pid 1 of its namespace
+            jailed = world.family(zygote.pid)
+            assert len(jailed) >= 3, jailed  # waiter, zygote, the next command's child
+            assert all(watch.is_ours(pid) for pid in jailed)
+            leaked = _new_processes(watch, before)
+            assert sorted(pid for pid, _ in leaked) == sorted(jailed), leaked
+        finally:
+            zygote.close()
+        assert world.gone_within(jailed, 5)
+        assert _new_processes(watch, before) == []
+        assert watch.paths() == set()  # not a file under /tmp, /root or /etc
+    finally:
+        watch.close()
+
+
+def _new_processes(watch, before: dict) -> list[tuple[int, int]]:
+    from tests import hoststate
+
+    after = hoststate._processes()
+    return [key for key in after if key not in before and watch.pid_of_ours(key)]
