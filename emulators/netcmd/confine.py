@@ -25,11 +25,10 @@ import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-from emulators.jail import Jail, library_binds
+from emulators.jail import Jail, joined_cgroup, library_binds
 from emulators.netcmd.policy import tool_path
 from emulators.netcmd.tools import TOOL_NAMES
 from emulators.zygote.spec import Root, Turn
-from pipeline import cgroup
 from pipeline.errors import EnvironmentFailure
 
 CAPS = ("CAP_NET_ADMIN", "CAP_NET_RAW")
@@ -108,10 +107,5 @@ def confined(
     duration: the prefix joins the cgroup on the host, before the backend enters the
     device (a Mininet node's mount namespace has no /sys/fs/cgroup); the argv is the jail.
     The cgroup, and anything left in it, is gone after the block."""
-    group = cgroup.MemoryCgroup.create("labcmd", MEMORY_BYTES, pids=PIDS)
-    try:
-        joined = group.join_prefix() if group is not None else []
+    with joined_cgroup("labcmd", MEMORY_BYTES, PIDS) as joined:
         yield joined, jail(tools, writes).argv(argv)
-    finally:
-        if group is not None:
-            group.remove()

@@ -19,11 +19,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from emulators.base import CommandResult, Emulator
-from emulators.jail import Jail
+from emulators.jail import Jail, joined_cgroup
 from emulators.netcmd import budget, confine, kinds, vtysh
 from emulators.netcmd.policy import check
 from emulators.zygote.spec import Root, Turn
-from pipeline import cgroup
 from pipeline.core import StepStatus
 
 
@@ -137,18 +136,14 @@ class CommandSandbox:
             return run_jailed(
                 machine, root, turn, timeout_s=self.timeout_s, output_bytes=self.output_bytes
             )
-        group = cgroup.MemoryCgroup.create("labcmd", root.memory_bytes, pids=root.pids)
-        try:
+        with joined_cgroup(root.label, root.memory_bytes, root.pids) as prefix:
             return self.emulator.run(
                 machine,
                 oneshot.argv(turn.argv),
                 timeout_s=self.timeout_s,
                 output_bytes=self.output_bytes,
-                host_prefix=group.join_prefix() if group is not None else [],
+                host_prefix=prefix,
             )
-        finally:
-            if group is not None:
-                group.remove()
 
     def _result(self, machine: str, command: str, result: CommandResult) -> SandboxResult:
         output, reason = result.output, None

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from emulators import process
+from emulators.jail import Jail, joined_cgroup
 from emulators.k8s.cluster import EmulatedCluster
 from emulators.k8s.kubectl import parse
 from emulators.mininet.emulator import MininetEmulator
@@ -40,7 +41,6 @@ from generators.routing.config import RoutingConfig
 from generators.routing.frr.lab import FrrLab
 from generators.routing.frr.topology import FrrTopology
 from generators.routing.topology import RoutingTopology
-from pipeline import cgroup
 
 RUNS = 30
 SPACED_RUNS = 10
@@ -100,17 +100,12 @@ def _ok(result: Any) -> Any:
     return result
 
 
-def _oneshot(emu: Any, machine: str, argv: list[str], jail: Any) -> Any:
+def _oneshot(emu: Any, machine: str, argv: list[str], jail: Jail) -> Any:
     """The jail as it was: a cgroup made for the command, joined by a shell, bwrap."""
-    group = cgroup.MemoryCgroup.create("labcmd", confine.MEMORY_BYTES, pids=confine.PIDS)
-    try:
-        prefix = group.join_prefix() if group is not None else []
+    with joined_cgroup("labcmd", confine.MEMORY_BYTES, confine.PIDS) as prefix:
         return emu.run(
             machine, jail.argv(argv), timeout_s=5, output_bytes=65536, host_prefix=prefix
         )
-    finally:
-        if group is not None:
-            group.remove()
 
 
 def lab_commands() -> dict[str, Any]:
@@ -170,16 +165,13 @@ def kubectl_command() -> dict[str, Any]:
             "KUBERC": "off",
         }
         bare_argv = ["nsenter", f"--net={client.netns}", client.binary, *cmd.argv]
-        group = cgroup.MemoryCgroup.create("kubectl", 512 << 20, pids=256)
+        # As it was: one cgroup per cluster, joined by every command, and bwrap.
+        with joined_cgroup("kubectl", 512 << 20, 256) as joined:
 
-        def oneshot() -> object:  # as it was: one cgroup per cluster, joined per command
-            proc = process.start(client.argv(cmd, group))
-            got = process.collect(proc, cmd.argv, timeout_s=30, output_bytes=1 << 20)
-            if group is not None:
-                group.kill_all()
-            return got
+            def oneshot() -> object:
+                proc = process.start([*joined, *client.argv(cmd)])
+                return process.collect(proc, cmd.argv, timeout_s=30, output_bytes=1 << 20)
 
-        try:
             return _three(
                 "kubectl",
                 lambda: subprocess.run(bare_argv, env=env, capture_output=True, check=True),
@@ -187,9 +179,6 @@ def kubectl_command() -> dict[str, Any]:
                 lambda: _ok(cluster.kubectl(cmd)),
                 spaced=True,
             )
-        finally:
-            if group is not None:
-                group.remove()
 
 
 def run_all() -> dict[str, Any]:
