@@ -59,11 +59,12 @@ def test_a_command_cannot_outlive_its_turn(jail):
 def test_a_fork_bomb_is_bounded_by_its_cgroup_and_leaves_nothing(jail):
     zygote, _ = jail
     before = pids_of(zygote)
-    got = run(jail, "b() { b & b & }; b; sleep 1; echo survived", timeout_s=3)
+    marker = "1.04245"  # a marker no other user's `sleep` holds (`sleep 1` matched one)
+    got = run(jail, f"b() {{ b & b & }}; b; sleep {marker}; echo survived", timeout_s=3)
     assert "fork" in got.output.lower() or got.timed_out  # dash reports "can't fork"
     group = zygote.cgroup
     assert (Path(group.dirs[-1]) / "pids.max").read_text().strip() == str(ROOT.pids)
-    assert group.pids() == [] and world.running("sleep 1") == []
+    assert group.pids() == [] and world.running(f"sleep {marker}") == []
     assert pids_of(zygote) == before  # the zygote served on, untouched
     assert run(jail, "echo next").output == "next\n"
 
@@ -135,9 +136,9 @@ def test_a_zygote_killed_during_a_command_is_an_environment_failure_not_a_hang(j
     threading.Timer(0.5, world.kill, (inner,)).start()
     started = time.monotonic()
     with pytest.raises(EnvironmentFailure, match="zygote"):
-        run(jail, "sleep 30", timeout_s=20)
+        run(jail, "sleep 30.4246", timeout_s=20)
     assert time.monotonic() - started < 5
-    assert world.running("sleep 30") == []
+    assert world.running("sleep 30.4246") == []
     assert run(jail, "echo again").output == "again\n"
 
 
