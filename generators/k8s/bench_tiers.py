@@ -1,7 +1,8 @@
 """Levels 6-8 measured (part of `python -m pipeline.bench --only k8s_levels`): per tier and
 task, the generation of `count` queries with the pure evaluator (wall and CPU seconds),
 their variety (distinct keys and prompts, strata, the commonest stratum's and kind's
-share, healthy share), prompt sizes (tokens ~ characters / 4), the oracle's commands
+share, the share of queries holding the commonest size x kind x placement, healthy
+share), prompt sizes (tokens ~ characters / 4), the oracle's commands
 against the budget; and the oracle played on the first `live` of them on live clusters
 (root): correct and safe, seconds per episode, turns and bytes read against half the
 tier's budgets.
@@ -31,6 +32,12 @@ def _generated(level: int, task: str, count: int) -> tuple[K8sApp, list[Any], di
     tokens = sorted((len(q.prompt) + 3) // 4 for q in queries)
     strata = Counter(q.stratum for q in queries)
     kinds = Counter(f["kind"] for q in queries for f in q.ground_truth["faults"])
+    # the issue's measure: the share of queries holding the commonest size x kind x placement
+    placed = Counter(
+        triple
+        for q in queries
+        for triple in {(q.size, f["kind"], f["placement"]) for f in q.ground_truth["faults"]}
+    )
     faults = sum(len(q.ground_truth["faults"]) for q in queries) or 1
     tier = TIERS[level]
     figures = {
@@ -41,6 +48,7 @@ def _generated(level: int, task: str, count: int) -> tuple[K8sApp, list[Any], di
         "distinct_prompts": len({q.prompt for q in queries}),
         "strata": len(strata),
         "top_stratum_share": _share(strata, len(queries)),
+        "top_size_kind_placement_share": _share(placed, len(queries)),
         "top_kind_share_of_faults": round(kinds.most_common(1)[0][1] / faults, 4) if kinds else 0,
         "kinds_drawn": len(kinds),
         "healthy_share": round(sum(q.ground_truth["healthy"] for q in queries) / len(queries), 3),
