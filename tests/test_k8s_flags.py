@@ -12,7 +12,17 @@ from pathlib import Path
 
 import pytest
 
-from emulators.k8s.flags import GLOBAL, REFUSED, SHORT_NAMES, VERBS, Kind, Refused, check, read
+from emulators.k8s.flags import (
+    EXEC,
+    GLOBAL,
+    REFUSED,
+    SHORT_NAMES,
+    VERBS,
+    Kind,
+    Refused,
+    check,
+    read,
+)
 from tests.conftest import require
 
 KUBECTL = Path(sys.executable).with_name("kubectl")
@@ -51,6 +61,7 @@ def _needs_argument(verb: str, name: str) -> bool:
 
 CASES = [(verb, name, flag) for verb, table in VERBS.items() for name, flag in table.items()]
 CASES += [("", name, flag) for name, flag in GLOBAL.items()]
+CASES += [("exec", name, flag) for name, flag in EXEC.items()]  # clusters with the probe
 
 
 @pytest.mark.parametrize(("verb", "name", "flag"), CASES, ids=lambda x: str(x) or "global")
@@ -67,7 +78,7 @@ def test_flag_kinds_match_the_real_kubectl(verb, name, flag):
 
 
 def test_refused_flags_and_shorthands_exist_in_kubectl():
-    known = {name for verb in VERBS for name in _help(verb)} | set(_help(""))
+    known = {name for verb in [*VERBS, "exec"] for name in _help(verb)} | set(_help(""))
     known |= {"from-file", "from-env-file", "now", "interactive", "log-file", "prune-allowlist"}
     assert set(REFUSED) <= known | {"kustomize", "watch-only"}
     assert set(SHORT_NAMES.values()) <= set(REFUSED)

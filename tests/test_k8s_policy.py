@@ -250,16 +250,18 @@ def test_queries_are_seeded_and_validated(generator, level):
 
 
 def test_bad_level_and_config():
-    with pytest.raises(ConfigError, match="level=6 is not defined for app kind 'k8s'"):
-        compose(["app=k8s", "level=6"])  # the pipeline checks levels, once for all
+    with pytest.raises(ConfigError, match="level=9 is not defined for app kind 'k8s'"):
+        compose(["app=k8s", "level=9"])  # the pipeline checks levels, once for all
     with pytest.raises(ConfigError, match=r"app\.max_turns"):
         K8sConfig(max_turns=0).validate()
     with pytest.raises(ConfigError, match=r"app\.faults .*'remove_egress' is not one"):
         K8sConfig(faults=["remove_egress"]).validate()
     with pytest.raises(ConfigError, match=r"app\.faults"):
         K8sConfig(faults=[]).validate()
-    with pytest.raises(ConfigError, match=r"app\.size must be null or one of small, medium, large"):
+    with pytest.raises(ConfigError, match=r"app\.size must be null or one of large, medium, sma"):
         K8sConfig(size="huge").validate()
+    with pytest.raises(ConfigError, match=r"app\.task must be one of mitigate, detect, localize"):
+        K8sConfig(task="fix").validate()
 
 
 @pytest.mark.parametrize(

@@ -5,6 +5,11 @@
         cluster.kubectl(Command([...]))        # a checked command through real kubectl
         cluster.probe()                        # pair key -> (connected, reason)
 
+A cluster built with `writable` kinds beside NetworkPolicies (Services) lets clients
+write those in full; one built with `exec_probe` answers `kubectl exec POD -- probe
+HOST:PORT` itself, from the data plane (emulators/k8s/execprobe.py), and refuses every
+other exec as every cluster does.
+
 `kubectl` returns once the API server has served every request the command sent, also
 when the command was stopped or failed, and `probe` measures the data plane as it is
 (never a remembered result) while no write is half done: what a step reports is the
@@ -28,6 +33,7 @@ after errors; namespaces, folders and cgroups of killed runs go on the next star
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import json
 import os
 import secrets
@@ -40,7 +46,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from emulators.k8s import netns, tables
+from emulators.k8s import execprobe, flags, netns, tables
 from emulators.k8s.admission import Enforceable
 from emulators.k8s.apiserver import ApiServer
 from emulators.k8s.dataplane import DataPlane
@@ -48,6 +54,8 @@ from emulators.k8s.kubectl import Command, Kubectl, Result
 from emulators.k8s.policy import Pair, View, view_from_objects
 from emulators.k8s.probes import probe_set
 from emulators.k8s.resources import RESOURCES, ApiError, Resource
+from emulators.k8s.selectors import matches
+from emulators.k8s.services import SERVICE_CIDR
 from emulators.k8s.store import Store
 from pipeline.errors import EnvironmentFailure
 
@@ -77,6 +85,46 @@ def kubectl_binary() -> str:
     return found
 
 
+def _ref(obj: dict[str, Any]) -> tuple[str, str, str]:
+    meta = obj.get("metadata") or {}
+    return str(obj.get("kind")), str(meta.get("namespace", "")), str(meta.get("name"))
+
+
+def _exec_pod(view: View, store: Store, req: execprobe.ProbeRequest) -> tuple[str | None, str]:
+    """(the name of the pod a probe runs in, "") or (None, kubectl's error text)."""
+    ns = req.namespace or "default"
+    if req.kind == "deployment":
+        found = [
+            o for o in store.objects.values()
+            if o["kind"] == "Deployment" and o["metadata"]["name"] == req.name
+            and o["metadata"].get("namespace") == ns
+        ]  # fmt: skip
+        if not found:
+            return None, f'Error from server (NotFound): deployments.apps "{req.name}" not found'
+        selector = found[0]["spec"]["selector"]
+        pods = sorted(
+            p.name for p in view.pods.values()
+            if p.namespace == ns and matches(selector, p.labels)
+        )  # fmt: skip
+        if not pods:
+            return None, f"error: no pod of deployment {req.name} is running"
+        name = pods[0]
+    else:
+        pod = view.pods.get(req.name)
+        if pod is None or pod.namespace != ns:
+            return None, f'Error from server (NotFound): pods "{req.name}" not found'
+        name = pod.name
+    if req.container is not None:
+        obj = store.objects.get(("pods", ns, name)) or {}
+        names = [c.get("name") for c in (obj.get("spec") or {}).get("containers") or []]
+        if req.container not in names:
+            return None, (
+                f"Error from server (BadRequest): container {req.container} is not valid for "
+                f"pod {name}"
+            )
+    return name, ""
+
+
 class EmulatedCluster:
     def __init__(
         self,
@@ -85,10 +133,13 @@ class EmulatedCluster:
         *,
         timeout_s: float = 10.0,
         output_bytes: int = 16384,
+        writable: Sequence[str] = ("NetworkPolicy",),
+        exec_probe: bool = False,
     ) -> None:
         self.base = [dict(o) for o in objects]
         self.policies = [dict(p) for p in policies]
-        self.store = Store()
+        self.store = Store(writable)
+        self.exec_probe = exec_probe
         self.timeout_s = timeout_s
         self.output_bytes = output_bytes
         self.failure: str | None = None
@@ -205,13 +256,23 @@ class EmulatedCluster:
             raise ApiError(500, "InternalError", f"enforcement failed: {err}") from err
         self.failure = None
 
-    def reset(self, policies: Sequence[dict[str, Any]] | None = None) -> float:
+    def reset(
+        self,
+        policies: Sequence[dict[str, Any]] | None = None,
+        objects: Sequence[dict[str, Any]] = (),
+    ) -> float:
         """Restore the base objects and `policies` (default: the intended ones); return the
-        seconds it took. Pods keep running; only rules that differ are reloaded."""
+        seconds it took. `objects` replace the base objects of the same kind, namespace and
+        name (a namespace's or a pod's labels, a Service); pods keep running (a pod's IP
+        and ports are the base's), and only rules that differ are reloaded."""
         started = time.perf_counter()
+        swapped = {_ref(o): o for o in objects}
+        base = [swapped.pop(_ref(o), o) for o in self.base]
+        if swapped:
+            raise EnvironmentFailure(f"reset names objects the cluster lacks: {sorted(swapped)}")
         with self.store.lock:
             self.store.clear()
-            self.store.load(self.base, hooks=False)  # enforced once, with the policies
+            self.store.load(base, hooks=False)  # enforced once, with the policies
             self.store.load(self.policies if policies is None else policies, last_applied=True)
         self._raise_failure()
         return time.perf_counter() - started
@@ -232,6 +293,8 @@ class EmulatedCluster:
     def kubectl(self, cmd: Command) -> Result:
         if self._client is None:
             raise EnvironmentFailure("the cluster is not running (use it in a `with` block)")
+        if self.exec_probe and flags.read(cmd.argv, exec_probe=True).verb == "exec":
+            return self.exec(execprobe.request(flags.check(cmd.argv, set(), exec_probe=True)))
         seen = len(self._server.internal_errors) if self._server is not None else 0
         saved, self._batch = self.store.checkpoint(), set()
         try:
@@ -262,6 +325,41 @@ class EmulatedCluster:
                 )
             result = dataclasses.replace(result, server_errors=tuple(bugs))
         return result
+
+    def exec(self, req: execprobe.ProbeRequest) -> Result:
+        """`kubectl exec ... -- probe`, answered from the data plane (execprobe.py): the
+        pod found as the API would find it, the lookup and connection sent from inside it
+        with real packets, while no write is half done."""
+        if self._plane is None:
+            raise EnvironmentFailure("the cluster is not running (use it in a `with` block)")
+        started = time.perf_counter()
+        with self._lock, self.store.lock:
+            view = self.view()
+            found, error = _exec_pod(view, self.store, req)
+            if found is None:
+                return Result(1, error, "exec_error", time.perf_counter() - started)
+            pod = view.pods[found]
+            name, address = None, None
+            if req.is_ip:
+                address = req.host
+                known = {p.ip for p in view.pods.values()}
+                inside = ipaddress.IPv4Address(address) in SERVICE_CIDR
+                if address not in known and not inside:
+                    text, code = execprobe.report(
+                        pod.name, pod.namespace, req, None, address,
+                        "no route to host (no pod has this address, and it is outside the "
+                        "Service range)",
+                    )  # fmt: skip
+                    return Result(code, text, "ok", time.perf_counter() - started)
+            else:
+                table = {
+                    f"{s.name}.{s.namespace}.svc.cluster.local" for s in view.services.values()
+                }
+                asked = execprobe.candidates(req.host, pod.namespace)
+                name = next((n for n in asked if n in table), asked[-1])
+            got, outcome = self._plane.probe_flow(pod.name, name, address, req.port, req.protocol)
+        text, code = execprobe.report(pod.name, pod.namespace, req, name, got, outcome)
+        return Result(code, text, "ok", time.perf_counter() - started)
 
     def _enforce_command(self, result: Result, saved: Any) -> Result:
         """Enforce a command's writes at once; if the data plane refuses them, put the

@@ -34,6 +34,7 @@ from typing import Any
 from emulators.k8s import enforce
 from emulators.k8s.netns import Topology
 from emulators.k8s.policy import DNS_PORT, Pair, View
+from emulators.k8s.probes import listening
 from pipeline.errors import EnvironmentFailure
 
 DNS_TIMEOUT_S = 0.3  # the first attempt's; doubled on each further attempt
@@ -75,21 +76,18 @@ def dns_answer(query: bytes, table: dict[str, str]) -> bytes | None:
 def dns_reply_ip(data: bytes) -> str | None:
     if len(data) < 12 or struct.unpack("!H", data[2:4])[0] & 0xF != 0:
         return None
+    return _first_answer(data)
+
+
+def dns_no_such_name(data: bytes) -> bool:
+    """Whether a DNS reply says NXDOMAIN (the name does not exist)."""
+    return len(data) >= 12 and struct.unpack("!H", data[2:4])[0] & 0xF == 3
+
+
+def _first_answer(data: bytes) -> str | None:
     if struct.unpack("!H", data[6:8])[0] < 1 or len(data) < 4:
         return None
     return socket.inet_ntoa(data[-4:])
-
-
-def listening(view: View, probes: Sequence[Pair]) -> dict[str, set[tuple[int, str]]]:
-    """Pod name -> the (port, protocol) it listens on: its TCP and UDP container ports and
-    every port a pod probe names."""
-    out: dict[str, set[tuple[int, str]]] = {name: set() for name in view.pods}
-    for name, pod in view.pods.items():
-        out[name] |= {(port, proto) for _, port, proto in pod.ports if proto in ("TCP", "UDP")}
-    for probe in probes:
-        if probe.target in out:
-            out[probe.target].add((probe.port, probe.protocol))
-    return out
 
 
 class DataPlane:
@@ -236,7 +234,52 @@ class DataPlane:
                         with contextlib.suppress(OSError):
                             sock.sendto(reply, addr)
 
-    def _resolve(self, pairs: Sequence[Pair], results: Results, timeout: float):
+    def probe_flow(
+        self, source: str, name: str | None, ip: str | None, port: int, protocol: str
+    ) -> tuple[str | None, str]:
+        """One flow from pod `source`: a lookup of `name` through the cluster's DNS (when
+        given), then a connection to the address it gave (else to `ip`) on port/protocol,
+        asked again like `probe`'s unanswered ones. Returns (the address, or None when the
+        lookup failed; what happened: "connected", "answered", "connection refused", "no
+        answer (port unreachable)", or why the lookup failed)."""
+        pair = Pair(source, "", "", "", port, protocol)
+        for attempt in range(ATTEMPTS):
+            scale = 2**attempt
+            results: Results = {}
+            address = ip
+            if name is not None:
+                resolved = self._resolve([pair], results, DNS_TIMEOUT_S * scale, {pair.key: name})
+                if not resolved:
+                    reason = results[pair.key][1]
+                    if reason in UNANSWERED:
+                        continue
+                    if reason == "dns: no such name":
+                        return None, "no such name (NXDOMAIN)"
+                    return None, f"no answer from the cluster DNS {self._dns_ip} (refused)"
+                address = resolved[0][1]
+            self._connect([(pair, address or "")], results, CONNECT_TIMEOUT_S * scale)
+            ok, reason = results[pair.key]
+            if reason in UNANSWERED:
+                continue
+            if ok:
+                return address, "connected" if protocol == "TCP" else "answered"
+            return address, (
+                "connection refused" if protocol == "TCP" else "no answer (port unreachable)"
+            )
+        raise EnvironmentFailure(
+            f"a probe from {source} got no answer in {ATTEMPTS} attempts; a blocked probe is "
+            "refused at once, so the machine is too loaded to measure connectivity"
+        )
+
+    def _resolve(
+        self,
+        pairs: Sequence[Pair],
+        results: Results,
+        timeout: float,
+        names: dict[str, str] | None = None,
+    ):
+        """Send each Service pair's lookup (`names`: pair key -> the name to ask, else the
+        pair's Service name) and collect the answers: (pair, address) of those resolved."""
         pending: dict[int, tuple[socket.socket, Pair, int]] = {}
         resolved: list[tuple[Pair, str]] = []
         for source, group in _by_source(pairs).items():
@@ -244,7 +287,9 @@ class DataPlane:
                 socks = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in group]
             for sock, pair in zip(socks, group, strict=True):
                 sock.setblocking(False)
-                name = f"{pair.service}.{pair.namespace}.svc.cluster.local"
+                name = (names or {}).get(pair.key) or (
+                    f"{pair.service}.{pair.namespace}.svc.cluster.local"
+                )
                 try:
                     sock.sendto(dns_query(len(pending) & 0xFFFF, name), (self._dns_ip, DNS_PORT))
                 except OSError:  # EPERM: an egress rule refused the query at the source
@@ -254,13 +299,15 @@ class DataPlane:
                 pending[sock.fileno()] = (sock, pair, select.POLLIN)
 
         def answered(sock: socket.socket, pair: Pair) -> None:
+            missing = False
             try:
-                ip = dns_reply_ip(sock.recv(512))
+                data = sock.recv(512)
+                ip, missing = dns_reply_ip(data), dns_no_such_name(data)
             except OSError:  # ECONNREFUSED: the DNS pod's rules refused the query
                 ip = None
             sock.close()
             if ip is None:
-                results[pair.key] = (False, "dns")
+                results[pair.key] = (False, "dns: no such name" if missing else "dns")
             else:
                 resolved.append((pair, ip))
 

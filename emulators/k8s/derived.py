@@ -31,36 +31,45 @@ def _target_ref(pod: dict[str, Any]) -> dict[str, Any]:
     return {"kind": "Pod", "name": meta["name"], "namespace": meta["namespace"], "uid": meta["uid"]}
 
 
-def _resolve(port: dict[str, Any], pod: dict[str, Any]) -> int:
+def _resolve(port: dict[str, Any], pod: dict[str, Any]) -> int | None:
+    """The pod's port a Service port sends to, as podutil.FindPort finds it: a number as
+    it is, a name among the pod's container ports of the same protocol (None: not there)."""
     target = port.get("targetPort", port["port"])
     if isinstance(target, int):
         return target
+    proto = port.get("protocol", "TCP")
     for container in pod["spec"].get("containers") or []:
         for cport in container.get("ports") or []:
-            if cport.get("name") == target:
+            if cport.get("name") == target and cport.get("protocol", "TCP") == proto:
                 return int(cport["containerPort"])
-    return int(port["port"])
+    return None
 
 
 def _endpoints(svc: dict[str, Any], pods: list[dict[str, Any]]) -> dict[str, Any]:
+    """As the endpoints controller writes them: a pod goes under each Service port it has
+    (a named targetPort it lacks leaves it out of that port), one subset per port set."""
     meta = svc["metadata"]
-    subsets = []
-    if pods:
-        subsets.append(
-            {
-                "addresses": [
-                    {"ip": p["status"]["podIP"], "targetRef": _target_ref(p)} for p in pods
-                ],
-                "ports": [
+    subsets: list[dict[str, Any]] = []
+    for pod in pods:
+        ports = []
+        for sp in svc["spec"].get("ports") or []:
+            number = _resolve(sp, pod)
+            if number is not None:
+                ports.append(
                     {
                         "name": sp.get("name", ""),
-                        "port": _resolve(sp, pods[0]),
+                        "port": number,
                         "protocol": sp.get("protocol", "TCP"),
                     }
-                    for sp in svc["spec"].get("ports") or []
-                ],
-            }
-        )
+                )
+        if not ports:
+            continue
+        address = {"ip": pod["status"]["podIP"], "targetRef": _target_ref(pod)}
+        same = next((s for s in subsets if s["ports"] == ports), None)
+        if same is None:
+            subsets.append({"addresses": [address], "ports": ports})
+        else:
+            same["addresses"].append(address)
     return {
         "apiVersion": "v1",
         "kind": "Endpoints",
@@ -105,10 +114,11 @@ def _slice(svc: dict[str, Any], pods: list[dict[str, Any]]) -> dict[str, Any]:
         "ports": [
             {
                 "name": sp.get("name", ""),
-                "port": _resolve(sp, pods[0]) if pods else sp["port"],
+                "port": found,
                 "protocol": sp.get("protocol", "TCP"),
             }
             for sp in svc["spec"].get("ports") or []
+            if (found := (_resolve(sp, pods[0]) if pods else sp["port"])) is not None
         ],
     }
 

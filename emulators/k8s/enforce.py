@@ -3,7 +3,9 @@
 Each pod's namespace gets its own rules (so one policy change rewrites only the pods it
 selects): Service ClusterIPs are DNATed to the first ready endpoint in `nat OUTPUT`
 (kube-proxy's translation done at the source, as socket-level load balancers do; the
-filter chains then see the real destination, as policies require); established and
+filter chains then see the real destination, as policies require); a packet to the
+Service range that no rule translated (a port the Service lacks, a Service deleted) is
+refused at once, as kube-proxy refuses a Service port without endpoints; established and
 related packets pass; `NGK-INGRESS` / `NGK-EGRESS` accept everything for a direction no
 policy isolates, else hold one ACCEPT per peer x port x protocol and end in REJECT. An
 ipBlock with `except` gets its own chain whose first rules RETURN the excepted ranges.
@@ -33,6 +35,7 @@ from emulators.k8s.policy import (
 )
 
 PROTOCOLS = {"TCP": "tcp", "UDP": "udp", "SCTP": "sctp"}
+SERVICE_RANGE = "10.96.0.0/12"  # emulators/k8s/services.py: SERVICE_CIDR
 # Every line of a script: what the rules above are made of, and no newline, quote, '#' or
 # other character iptables-restore's line grammar gives a meaning.
 _LINE = re.compile(r"[A-Za-z0-9 *:\[\]/.,_-]+")
@@ -272,6 +275,7 @@ def compile_pod(view: View, pod: PodInfo, nat: tuple[list[str], list[str]] | Non
         "-A OUTPUT -m conntrack --ctstate ESTABLISHED,RELATED --ctdir REPLY -j ACCEPT",
         "-A OUTPUT -o lo -j ACCEPT",
         *reject,
+        f"-A OUTPUT -d {SERVICE_RANGE} -j REJECT --reject-with icmp-port-unreachable",
         "-A OUTPUT -j NGK-EGRESS",
         *ingress,
         *egress,

@@ -116,6 +116,9 @@ VERBS: dict[str, dict[str, Flag]] = {
     ),
 }  # fmt: skip
 VERBS["annotate"] = VERBS["label"]
+# `kubectl exec`, only where a cluster answers the probe form (emulators/k8s/execprobe.py):
+# its flags as kubectl 1.37 has them, those allowed; -i/-t/-f are refused with a reason.
+EXEC = _flags("container:v:c", "quiet:b:q")
 # Why a flag kubectl knows is refused (shown to the agent); others get "not available".
 REFUSED = {
     "kubeconfig": "the kubeconfig is fixed", "kuberc": "kubectl preferences are fixed",
@@ -138,9 +141,11 @@ REFUSED = {
     "grace-period": "deletion timing is fixed", "now": "deletion timing is fixed",
     "interactive": "there is no terminal", "from-file": "only files sent with the command exist",
     "from-env-file": "only files sent with the command exist",
+    "stdin": "there is no terminal or stream to the pod", "tty": "there is no terminal",
+    "pod-running-timeout": "pods are running already",
 }  # fmt: skip
 SHORT_NAMES = {"s": "server", "w": "watch", "k": "kustomize", "R": "recursive", "v": "v",
-               "i": "interactive"}  # fmt: skip
+               "i": "interactive", "t": "tty"}  # fmt: skip
 _ENUMS = {
     "type": {"json", "merge", "strategic"},
     "dry-run": {"none", "client", "server", "unchanged"},
@@ -162,6 +167,7 @@ class Parsed:
     verb: str
     args: list[str]  # positional arguments after the verb
     flags: list[tuple[str, str]] = field(default_factory=list)  # (long name, value)
+    dash: int | None = None  # how many of `args` came before `--` (cobra's ArgsLenAtDash)
 
     def values(self, name: str) -> list[str]:
         return [v for n, v in self.flags if n == name]
@@ -197,16 +203,24 @@ def _bool(name: str, value: str) -> str:
 
 
 def read_flags(
-    args: list[str], table: dict[str, Flag], where: str, *, stop_at_positional: bool = False
+    args: list[str],
+    table: dict[str, Flag],
+    where: str,
+    *,
+    stop_at_positional: bool = False,
+    dash: list[int] | None = None,
 ) -> tuple[list[str], list[tuple[str, str]], int]:
     """pflag's reading of `args` against `table`: (positional args, [(name, value)], and
-    the index reading stopped at: len(args), or the first positional if asked to stop)."""
+    the index reading stopped at: len(args), or the first positional if asked to stop).
+    `dash`, when given, receives how many positional args came before a `--`."""
     positional: list[str] = []
     flags: list[tuple[str, str]] = []
     i = 0
     while i < len(args):
         token = args[i]
         if token == "--":
+            if dash is not None:
+                dash.append(len(positional))
             positional += args[i + 1 :]
             return positional, flags, len(args)
         if not token.startswith("-") or token == "-":
@@ -252,27 +266,31 @@ def read_flags(
     return positional, flags, len(args)
 
 
-def read(argv: list[str]) -> Parsed:
-    """The verb, arguments and flags of `argv` (the words after `kubectl`); raises Refused."""
+def read(argv: list[str], exec_probe: bool = False) -> Parsed:
+    """The verb, arguments and flags of `argv` (the words after `kubectl`); raises Refused.
+    `exec_probe`: `kubectl exec` is read too (the cluster answers its probe form)."""
     # cobra finds the verb by skipping the root command's flags, so only those may precede it.
     first, early, at = read_flags(argv, GLOBAL, "before the verb", stop_at_positional=True)
     if not first:
         raise Refused("no kubectl verb given; e.g. `kubectl get networkpolicies`")
     verb = first[0]
-    if verb not in VERBS:
+    verbs = {**VERBS, "exec": EXEC} if exec_probe else VERBS
+    if verb not in verbs:
         raise Refused(
-            f"`kubectl {verb}` is not available in this task; use one of: {', '.join(VERBS)}"
+            f"`kubectl {verb}` is not available in this task; use one of: {', '.join(verbs)}"
         )
     if at >= len(argv) or argv[at] != verb:
         raise Refused("put the verb first: kubectl VERB [arguments] [flags]")
-    table = {**GLOBAL, **VERBS[verb]}
-    args, flags, _ = read_flags(argv[at + 1 :], table, f"for kubectl {verb}")
-    return Parsed(verb, args, early + flags)
+    table = {**GLOBAL, **verbs[verb]}
+    dash: list[int] = []
+    args, flags, _ = read_flags(argv[at + 1 :], table, f"for kubectl {verb}", dash=dash)
+    return Parsed(verb, args, early + flags, dash[0] if dash else None)
 
 
-def check(argv: list[str], files: set[str]) -> Parsed:
-    """`read`, then each value and argument checked for the verb; raises Refused."""
-    parsed = read(argv)
+def check(argv: list[str], files: set[str], exec_probe: bool = False) -> Parsed:
+    """`read`, then each value and argument checked for the verb; raises Refused.
+    `exec_probe`: `kubectl exec` in the probe form is accepted (execprobe.request)."""
+    parsed = read(argv, exec_probe)
     for name, value in parsed.flags:
         _check_value(parsed.verb, name, value, files)
     verb, args = parsed.verb, parsed.args

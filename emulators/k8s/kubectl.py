@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from emulators.jail import Jail
-from emulators.k8s import flags
+from emulators.k8s import execprobe, flags
 from emulators.k8s.flags import Refused
 from emulators.zygote.client import Zygote
 from emulators.zygote.spec import Root, Turn
@@ -174,9 +174,16 @@ def _found_a_diff(cmd: Command, code: int) -> bool:
         return False
 
 
-def check(cmd: Command) -> str:
-    """The verb of an acceptable command; raises Refused with the reason otherwise."""
-    return flags.check(cmd.argv, set(cmd.files)).verb
+def check(cmd: Command, exec_probe: bool = False) -> str:
+    """The verb of an acceptable command; raises Refused with the reason otherwise.
+    `exec_probe`: the cluster answers `kubectl exec POD -- probe HOST:PORT` (the only exec
+    form then accepted; emulators/k8s/execprobe.py)."""
+    parsed = flags.check(cmd.argv, set(cmd.files), exec_probe)
+    if parsed.verb == "exec":
+        if cmd.stdin.strip() or cmd.files:
+            raise Refused("the probe reads no input: send the command alone")
+        execprobe.request(parsed)
+    return parsed.verb
 
 
 def staged(binary: str) -> str:

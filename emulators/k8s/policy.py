@@ -77,6 +77,10 @@ class View:
     namespaces: dict[str, Mapping[str, str]]  # namespace -> labels
     services: dict[tuple[str, str], ServiceInfo]  # (namespace, name)
     policies: list[dict[str, Any]] = field(default_factory=list)
+    # Pod name -> the (port, protocol) the data plane listens on there (probes.listening);
+    # None: not modelled, a Service's targetPort is taken to be served (it always is where
+    # Services cannot be written, and where they can, a wrong targetPort meets no socket).
+    listens: Mapping[str, Any] | None = None
     # Memos: (pod name, "Ingress"/"Egress") -> the policies isolating it that way, and a
     # Service's endpoint. A View is not changed once queried (evaluators build a new one
     # per policy set), so they stay true.
@@ -86,6 +90,7 @@ class View:
     _endpoints: dict[tuple[str, str], PodInfo | None] = field(
         default_factory=dict, repr=False, compare=False
     )
+    _resolves: dict[str, bool] = field(default_factory=dict, repr=False, compare=False)
 
     def isolating(self, pod: PodInfo, kind: str) -> list[dict[str, Any]]:
         """The policies that select `pod` and have `kind` among their policyTypes."""
@@ -246,9 +251,13 @@ def blocked_at_dns(view: View, pair: Pair) -> bool:
     source's query or its answer from passing); never for a pod probe."""
     if pair.target:
         return False
-    src = view.pods.get(pair.source)
-    dns = view.dns_pod()
-    return src is None or dns is None or not allowed(view, src, dns, DNS_PORT, "UDP")
+    found = view._resolves.get(pair.source)
+    if found is None:
+        src = view.pods.get(pair.source)
+        dns = view.dns_pod()
+        found = src is not None and dns is not None and allowed(view, src, dns, DNS_PORT, "UDP")
+        view._resolves[pair.source] = found
+    return not found
 
 
 def connects(view: View, pair: Pair) -> bool:
@@ -267,7 +276,11 @@ def connects(view: View, pair: Pair) -> bool:
     if backend is None or svc is None:
         return False
     target = resolve_target(svc, pair.port, backend)
-    return target is not None and allowed(view, src, backend, target, "TCP")
+    if target is None:
+        return False
+    if view.listens is not None and (target, "TCP") not in view.listens.get(backend.name, ()):
+        return False
+    return allowed(view, src, backend, target, "TCP")
 
 
 def matrix(view: View, pairs: Iterable[Pair]) -> dict[str, bool]:

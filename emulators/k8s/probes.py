@@ -45,7 +45,7 @@ value is the oracle's (policy.connects) on the intended policies.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from emulators.k8s.policy import (
     SYSTEM_NAMESPACE,
@@ -251,6 +251,18 @@ def pod_probes(view: View, service: list[Pair]) -> list[Pair]:
                                 add(_pod_probe(src, dst, port, protocol))
                                 break
     return sorted(found.values(), key=lambda p: p.key)
+
+
+def listening(view: View, probes: Sequence[Pair]) -> dict[str, set[tuple[int, str]]]:
+    """Pod name -> the (port, protocol) it listens on in the data plane: its TCP and UDP
+    container ports and every port a pod probe names."""
+    out: dict[str, set[tuple[int, str]]] = {name: set() for name in view.pods}
+    for name, pod in view.pods.items():
+        out[name] |= {(port, proto) for _, port, proto in pod.ports if proto in PROTOCOLS}
+    for probe in probes:
+        if probe.target in out:
+            out[probe.target].add((probe.port, probe.protocol))
+    return out
 
 
 def probe_set(view: View) -> list[Pair]:

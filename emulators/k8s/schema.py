@@ -21,6 +21,7 @@ Cause = tuple[str, str, str]  # (reason, field path, detail)
 
 _S, _I, _B = "string", "integer", "boolean"
 _MAP, _ANY, _INTSTR = "map", "any", "intstr"
+STRING, INT, BOOL, MAP, ANY, INT_OR_STRING = _S, _I, _B, _MAP, _ANY, _INTSTR  # shape words
 _SELECTOR: dict[str, Any] = {
     "matchLabels": _MAP,
     "matchExpressions": [{"key": _S, "operator": _S, "values": [_S]}],
@@ -36,6 +37,7 @@ _META: dict[str, Any] = {
     "finalizers": [_S],
     "managedFields": [_ANY],
 }
+META = _META
 _PEER = {
     "podSelector": _SELECTOR,
     "namespaceSelector": _SELECTOR,
@@ -68,15 +70,19 @@ def _type_error(kind: str, value: Any, path: str) -> str:
     return f"json: cannot unmarshal {got} into Go struct field {path} of type {_GO_TYPES[kind]}"
 
 
-def decode(res: Resource, obj: Any, strict: bool, prune: bool = False) -> list[str]:
+def decode(
+    res: Resource, obj: Any, strict: bool, prune: bool = False, shape: Any = None
+) -> list[str]:
     """Unknown fields: raised as 400 when `strict`, else returned (for a Warning header) and,
-    with `prune`, dropped from `obj` as the typed decoder drops them. Type errors: 400."""
+    with `prune`, dropped from `obj` as the typed decoder drops them. Type errors: 400.
+    `shape`: the kind's shape when not `schema_for`'s (a writable Service's)."""
     if not isinstance(obj, dict):
         raise bad_request(f"the body of the request was in an unknown format: {type(obj)}")
-    _zero_nulls(schema_for(res), obj)
+    shape = schema_for(res) if shape is None else shape
+    _zero_nulls(shape, obj)
     unknown: list[str] = []
     errors: list[str] = []
-    _walk(schema_for(res), obj, "", unknown, errors, res.kind)
+    _walk(shape, obj, "", unknown, errors, res.kind)
     if errors:
         raise bad_request(
             f'{res.kind} in version "{res.version}" cannot be handled as a {res.kind}: {errors[0]}'
@@ -214,9 +220,24 @@ VALUE_MSG = (
 PORT_RANGE_MSG = "must be between 1 and 65535, inclusive"
 
 
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+LABEL_NAME_MSG = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
+    "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
+    "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+)
+
+
+def is_dns_label(text: Any) -> bool:
+    return isinstance(text, str) and len(text) <= 63 and bool(_DNS_LABEL.match(text))
+
+
 def _q(value: Any) -> str:
     """A value as Go's field errors quote it (strings with escapes: no raw newlines)."""
     return json.dumps(value, ensure_ascii=False) if isinstance(value, str) else str(value)
+
+
+quote = _q
 
 
 def invalid_value(path: str, value: Any, detail: str) -> Cause:
@@ -282,7 +303,8 @@ def validate_selector(sel: Any, path: str) -> list[Cause]:
     return out
 
 
-def _port_name_errors(name: str) -> list[str]:
+def port_name_errors(name: str) -> list[str]:
+    """Why `name` is not a port name (IANA_SVC_NAME), as kube-apiserver words it."""
     errs = []
     if len(name) > 15:
         errs.append("must be no more than 15 characters")
@@ -329,7 +351,7 @@ def validate_port(port: dict[str, Any], path: str) -> list[Cause]:
                     f"{path}.endPort", end, "may not be specified when `port` is non-numeric"
                 )
             )
-        out += [invalid_value(f"{path}.port", value, m) for m in _port_name_errors(value)]
+        out += [invalid_value(f"{path}.port", value, m) for m in port_name_errors(value)]
     return out
 
 

@@ -1,8 +1,10 @@
 """The API server's object store: create, get, list, update, patch, delete with versions.
 
 Objects are plain JSON dicts. Every write runs strict decoding, defaulting, validation
-and the access rules (NetworkPolicies fully writable; other kinds: labels and
-annotations only; derived kinds read-only), sets the metadata the server owns (uid,
+and the access rules (NetworkPolicies fully writable, and Services where the cluster
+allows it (emulators/k8s/services.py); other kinds: labels and annotations only; derived
+kinds read-only; nothing at all, dry runs aside, while the store is `read_only`), sets
+the metadata the server owns (uid,
 creationTimestamp, generation, resourceVersion: never a client's), refuses objects over
 MAX_OBJECT_BYTES, and calls the write hooks (the data plane recompiles enforcement there)
 before the request is answered. Patches are computed outside the lock. A namespace's
@@ -17,7 +19,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from emulators.k8s import schema, writes
+from emulators.k8s import schema, services, writes
 from emulators.k8s.derived import derived_objects
 from emulators.k8s.resources import (
     BY_KIND,
@@ -47,7 +49,11 @@ PATCH_ATTEMPTS = 5  # a patch recomputed on objects written meanwhile, then 409
 
 
 class Store:
-    def __init__(self) -> None:
+    def __init__(self, writable: Iterable[str] = ("NetworkPolicy",)) -> None:
+        """`writable`: the kinds clients may create, change and delete in full (the others:
+        labels and annotations only)."""
+        self.writable = frozenset(writable)
+        self.read_only = False  # every write refused (dry runs aside): a look-only episode
         self.lock = threading.RLock()
         self.objects: dict[Key, dict[str, Any]] = {}
         self.revision = 0  # bumped by every successful write
@@ -182,9 +188,9 @@ class Store:
         dry_run: bool = False,
         warnings: list[str] | None = None,
     ) -> dict[str, Any]:
-        self._check_access(res, "create", ns)
+        self._check_access(res, "create", ns, dry_run)
         obj = copy.deepcopy(body)
-        _warn(warnings, schema.decode(res, obj, strict, prune=True))
+        _warn(warnings, schema.decode(res, obj, strict, prune=True, shape=self._shape(res)))
         meta = obj.setdefault("metadata", {})
         if res.namespaced:
             if meta.get("namespace") not in (None, "", ns):
@@ -202,6 +208,14 @@ class Store:
                 raise not_found(BY_PLURAL["namespaces"], ns)
             if self._key(res, ns, obj) in self.objects:
                 raise already_exists(res, meta["name"])
+            if res.kind == "Service" and res.kind in self.writable:
+                taken = [
+                    ip
+                    for (plural, _, _), o in self.objects.items()
+                    if plural == res.plural
+                    for ip in (o.get("spec") or {}).get("clusterIPs") or ()
+                ]
+                services.allocate(res, obj, taken)
             writes.own_metadata(res, obj, None)
             self._stamp(obj)
             return self._commit(res, ns, obj, dry_run)
@@ -217,9 +231,9 @@ class Store:
         dry_run: bool = False,
         warnings: list[str] | None = None,
     ) -> dict[str, Any]:
-        self._check_access(res, "update", ns)
+        self._check_access(res, "update", ns, dry_run)
         obj = copy.deepcopy(body)
-        _warn(warnings, schema.decode(res, obj, strict, prune=True))
+        _warn(warnings, schema.decode(res, obj, strict, prune=True, shape=self._shape(res)))
         meta = obj.setdefault("metadata", {})
         if meta.get("name") not in (None, name):
             raise bad_request(
@@ -253,13 +267,14 @@ class Store:
         """kind: json | merge | strategic | apply (server-side apply). The patch is computed
         on a snapshot outside the lock; if the object changed meanwhile, it is computed
         again on the new version (as kube-apiserver retries a patch on a conflict)."""
-        self._check_access(res, "patch", ns)
+        self._check_access(res, "patch", ns, dry_run)
+        shape = self._shape(res)
         meta = body.get("metadata") if isinstance(body, dict) else None
         rv = meta.get("resourceVersion") if isinstance(meta, dict) else None
         applied: dict[str, Any] | None = None
         if kind == "apply":
             applied = copy.deepcopy(body)
-            _warn(warnings, schema.decode(res, applied, strict, prune=True))
+            _warn(warnings, schema.decode(res, applied, strict, prune=True, shape=shape))
             applied.setdefault("metadata", {})["name"] = name
         key = (res.plural, ns if res.namespaced else "", name)
         for _ in range(PATCH_ATTEMPTS):
@@ -278,10 +293,11 @@ class Store:
             seen: list[str] = []
             if applied is not None:
                 new = writes.server_side_apply(old, applied, before)
-                schema.decode(res, new, strict=False, prune=True)
+                schema.decode(res, new, strict=False, prune=True, shape=shape)
             else:
                 new = writes.patched(old, kind, body)
-                _warn(seen, schema.decode(res, new, strict, prune=True))  # 400 unless an object
+                # 400 unless an object
+                _warn(seen, schema.decode(res, new, strict, prune=True, shape=shape))
                 if (new.get("metadata") or {}).get("name") != name:
                     raise bad_request("the patch may not change the object's name")
             self._bounded(res, new)  # before the lock: validating a huge object takes a while
@@ -301,7 +317,7 @@ class Store:
 
     def delete(self, res: Resource, ns: str, name: str, *, dry_run: bool = False) -> dict[str, Any]:
         with self.lock:
-            self._check_access(res, "delete", ns)
+            self._check_access(res, "delete", ns, dry_run)
             old = self.get(res, ns, name)
             key = self._key(res, ns, old)
             self._validate({k: v for k, v in self.objects.items() if k != key})
@@ -319,8 +335,8 @@ class Store:
         new.setdefault("metadata", {})
         new["apiVersion"], new["kind"] = res.api_version, res.kind
         writes.own_metadata(res, new, old)
-        self._prepare(res, new)
-        if not res.writable:
+        self._prepare(res, new, old)
+        if res.kind not in self.writable:
             schema.validate_metadata_only(res, old, new)
             new["status"] = old.get("status")
             if new["status"] is None:
@@ -328,11 +344,18 @@ class Store:
         self._stamp(new)
         return self._commit(res, ns, new, dry_run)
 
-    def _prepare(self, res: Resource, obj: dict[str, Any]) -> None:
+    def _prepare(
+        self, res: Resource, obj: dict[str, Any], old: dict[str, Any] | None = None
+    ) -> None:
         obj["apiVersion"], obj["kind"] = res.api_version, res.kind
         if res.kind == "NetworkPolicy":
             schema.default_network_policy(obj)
             schema.validate_network_policy(res, obj)
+        elif res.kind == "Service" and res.kind in self.writable:
+            services.default_service(obj, old)
+            services.validate_service(res, obj, old)
+            # As the Service strategy does: status is not the client's to write here.
+            obj["status"] = (old or {}).get("status") or {"loadBalancer": {}}
         else:
             causes = schema.validate_name(obj["metadata"].get("name"))
             if causes:
@@ -402,7 +425,17 @@ class Store:
         name = obj_or_name if isinstance(obj_or_name, str) else obj_or_name["metadata"]["name"]
         return (res.plural, ns if res.namespaced else "", name)
 
-    @staticmethod
-    def _check_access(res: Resource, verb: str, ns: str) -> None:
-        if res.derived or (not res.writable and verb in ("create", "delete")):
+    def _shape(self, res: Resource) -> Any:
+        """The shape strict decoding reads `res` with (None: the schema module's own)."""
+        return services.SHAPE if res.kind == "Service" and res.kind in self.writable else None
+
+    def _check_access(self, res: Resource, verb: str, ns: str, dry_run: bool = False) -> None:
+        if res.derived or (res.kind not in self.writable and verb in ("create", "delete")):
             raise forbidden(res, verb, ns)
+        if self.read_only and not dry_run:
+            raise ApiError(
+                403,
+                "Forbidden",
+                f"{forbidden(res, verb, ns).message}: this episode may only look at the cluster",
+                {"group": res.group, "kind": res.plural},
+            )

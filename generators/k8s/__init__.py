@@ -19,13 +19,16 @@ from pipeline.api import AppSpec, BenchSpec
 # (and open) beside the Services' ports, DNS failures in reports, probes retried. 4: levels
 # 4 and 5 on generated multi-namespace applications, the `faults` and `size` knobs,
 # failure-driven weights; levels 1-3 on Online Boutique draw the same queries as in 3.
-APP_VERSION = "4"
+# 5: levels 6-8 (estates, the catalogue of kinds, tiers) and the detect and localize tasks;
+# levels 1-5 draw what they drew in 4.
+APP_VERSION = "5"
 APP = AppSpec(
     kind="k8s",
     app=".app:K8sApp",
     config=".config:K8sConfig",
     version=APP_VERSION,
-    levels=(1, 2, 3, 4, 5),  # faults.LEVELS: each level's fault combinations
+    levels=(1, 2, 3, 4, 5, 6, 7, 8),  # faults.LEVELS (1-5), tiers.TIERS (6-8)
+    tasks=("mitigate", "detect", "localize"),  # detect and localize: levels 6-8
     benches=(
         BenchSpec("k8s", ".bench:run_all", default=True),
         BenchSpec("k8s_levels", ".bench:run_levels"),

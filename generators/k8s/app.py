@@ -1,14 +1,16 @@
 """`K8sApp`: NetworkPolicy troubleshooting behind pipeline.core.App.
 
 One environment = the emulated clusters (emulators/k8s) of the applications its queries
-run on (Online Boutique, generated ones), each brought up when first needed; each episode
+run on (Online Boutique, generated ones, the estates of levels 6-8), each brought up when
+first needed; each episode
 resets its query's cluster to the intended objects with the faulted policies, checks that
 the real packets show exactly the query's mismatches (and DNS failures), then runs one
 kubectl command per turn. After every step, whatever became of the command (done,
 failed, stopped at its time limit, refused, or a reply that did not parse), the data
 plane is probed again and the step's evidence and report are what it measured: the
 mismatching probes, which of them failed at DNS, and how many were probed. That is all
-`score` needs.
+`score` needs. Levels 6-8 (tiers.py) play through episode6.TierEpisode, with the three
+task kinds (mitigate, detect, localize).
 """
 
 from __future__ import annotations
@@ -22,12 +24,17 @@ from typing import Any
 
 from emulators.k8s.cluster import EmulatedCluster
 from emulators.k8s.kubectl import Refused, check, parse
-from emulators.k8s.policy import mismatches
 from generators.k8s import scoring
+from generators.k8s.callgraph import SIZES
 from generators.k8s.capacity import K8sCapacity, cached_capacity
 from generators.k8s.clusters import ClusterSpec, boutique_cluster, cluster_of
-from generators.k8s.config import K8sConfig, validate_config
+from generators.k8s.config import MAX_TURNS, K8sConfig, validate_config
+from generators.k8s.episode6 import TierEpisode
 from generators.k8s.generator import K8sQueryGenerator
+from generators.k8s.generator6 import TierGenerator
+from generators.k8s.kinds import vocabulary
+from generators.k8s.measure import measure
+from generators.k8s.overlay import StateEvaluator
 from generators.k8s.prompt import report
 from generators.k8s.reply import (
     ACTION,
@@ -38,14 +45,19 @@ from generators.k8s.reply import (
     ReplyError,
     parse_reply,
 )
+from generators.k8s.tier_app import check_tier_config, state_objects, tier_capacity, tier_oracle
+from generators.k8s.tiers import TIERS
 from pipeline.api import (
     Capacity,
+    ConfigError,
     DataError,
     EnvironmentFailure,
     Query,
     StepResult,
     StepStatus,
     Verdict,
+    Vocabulary,
+    answer_verdict,
 )
 
 STATUS = {
@@ -54,16 +66,6 @@ STATUS = {
     "timeout": StepStatus.TIMEOUT,
     "resource_limit": StepStatus.RESOURCE_LIMIT,
 }
-
-
-def measure(cluster: Any, expected: dict[str, bool]) -> tuple[list[str], list[str], int]:
-    """(mismatching probes, those of them that failed at DNS, how many of `expected` were
-    probed) of the cluster's data plane now."""
-    results = cluster.probe()
-    actual = {k: ok for k, (ok, _) in results.items()}
-    after = mismatches(expected, actual)
-    dns = [k for k in after if results.get(k, (False, ""))[1].startswith("dns")]
-    return after, dns, sum(k in results for k in expected)
 
 
 class K8sEpisode:
@@ -170,6 +172,7 @@ class K8sEnvironment:
     def __init__(self, app: K8sApp) -> None:
         self._app = app
         self._clusters: OrderedDict[str, Any] = OrderedDict()  # env key -> cluster
+        self._evaluators: dict[str, StateEvaluator] = {}
         self._entered = False
 
     def __enter__(self) -> K8sEnvironment:
@@ -200,12 +203,58 @@ class K8sEnvironment:
             spec.intended(),
             timeout_s=cfg.kubectl_timeout_s,
             output_bytes=cfg.output_bytes,
+            writable=spec.writable,
+            exec_probe=spec.estate is not None,
         ).__enter__()
         self._clusters[spec.env_key] = cluster
         return cluster
 
+    def evaluator(self, spec: ClusterSpec) -> StateEvaluator:
+        """The pure evaluator of an estate (its probes' intended results), kept."""
+        if spec.env_key not in self._evaluators:
+            self._evaluators[spec.env_key] = StateEvaluator(spec)
+        return self._evaluators[spec.env_key]
+
     @contextmanager
-    def episode(self, query: Query) -> Iterator[K8sEpisode]:
+    def _tier_episode(self, query: Query) -> Iterator[TierEpisode]:
+        gt = query.ground_truth
+        spec = cluster_of(gt)
+        if query.env_key != spec.env_key:
+            raise DataError(
+                f"query {query.query_id} was generated for cluster {query.env_key!r}, but this "
+                f"app version builds {spec.env_key!r}; regenerate the queries"
+            )
+        cluster = self.cluster_for(spec)
+        ev = self.evaluator(spec)
+        if len(ev.pairs) != gt["probes"] or {p.key for p in cluster.pairs} != set(ev.expected):
+            raise DataError(
+                f"query {query.query_id} judges {gt['probes']} probes, but this app version "
+                f"probes {len(cluster.pairs)}; regenerate the queries"
+            )
+        expected = {**ev.expected, **gt["flips"]}
+        policies, objects = state_objects(spec, gt["objects"])
+        cluster.reset(policies, objects)
+        found, dns, _ = measure(cluster, expected)
+        if (found, dns) != (gt["mismatches"], gt["blocked_at_dns"]):
+            raise EnvironmentFailure(
+                f"{query.query_id}: the data plane shows mismatches {found[:10]} (at DNS: "
+                f"{dns[:10]}), the oracle expects {gt['mismatches'][:10]} (at DNS: "
+                f"{gt['blocked_at_dns'][:10]})"
+            )
+        tier = TIERS[query.level]
+        turns = self._app.cfg.max_turns or tier.turns
+        cluster.store.read_only = query.read_only
+        try:
+            yield TierEpisode(query, cluster, expected, tier, turns)
+        finally:
+            cluster.store.read_only = False
+
+    @contextmanager
+    def episode(self, query: Query) -> Iterator[Any]:
+        if query.level in TIERS:
+            with self._tier_episode(query) as tier_episode:
+                yield tier_episode
+            return
         gt = query.ground_truth
         spec = cluster_of(gt)
         if query.env_key != spec.env_key:
@@ -223,13 +272,13 @@ class K8sEnvironment:
         faulted = {p["metadata"]["name"]: p for p in gt["policies"]}
         policies = [faulted.get(p["metadata"]["name"], p) for p in spec.intended()]
         cluster.reset(policies)
-        found, dns, _ = measure(cluster, gt["expected"])
+        found, dns, _ = measure(cluster, gt["expected"])  # levels 1-5
         if (found, dns) != (gt["mismatches"], gt["blocked_at_dns"]):
             raise EnvironmentFailure(
                 f"{query.query_id}: the data plane shows mismatches {found} (at DNS: {dns}), "
                 f"the oracle expects {gt['mismatches']} (at DNS: {gt['blocked_at_dns']})"
             )
-        yield K8sEpisode(query, cluster, self._app.cfg.max_turns)
+        yield K8sEpisode(query, cluster, self._app.cfg.max_turns or MAX_TURNS)
 
     @property
     def cluster(self) -> Any:
@@ -253,13 +302,23 @@ class K8sApp:
         self.name = cfg.name
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self._generator: K8sQueryGenerator | None = None
+        self._tiers: TierGenerator | None = None
         self._counter: K8sCapacity | None = None
+
+    def vocabulary(self, level: int) -> Vocabulary:
+        """The fault kinds of levels 6-8 (kinds.py), the labels localize answers name."""
+        return vocabulary()
+
+    def tier_generator(self) -> TierGenerator:
+        if self._tiers is None:
+            self._tiers = TierGenerator(self.name, self.cfg.task, self.cfg.size, self.cfg.estate)
+        return self._tiers
 
     def generator(self) -> K8sQueryGenerator:
         if self._generator is None:
             self._generator = K8sQueryGenerator(
                 self.name,
-                self.cfg.max_turns,
+                self.cfg.max_turns or MAX_TURNS,
                 self.capacity,
                 faults=self.cfg.faults,
                 size=self.cfg.size,
@@ -276,13 +335,30 @@ class K8sApp:
         weights: Mapping[str, float] | None = None,
     ) -> Iterator[Query]:
         """`count` queries; `weights` (operation label -> weight) draws fault combinations
-        by an earlier run's failures instead of in turn (pipeline/focus.py)."""
+        by an earlier run's failures instead of in turn (pipeline/focus.py; levels 1-5)."""
+        if level in TIERS:
+            check_tier_config(self.cfg, level, weights)
+            return self.tier_generator().generate(level, seed, count, allow_repeats=allow_repeats)
+        if self.cfg.task != "mitigate":
+            raise ConfigError(
+                f"app.task={self.cfg.task} is offered at levels {', '.join(map(str, TIERS))}; "
+                "levels 1-5 are mitigate only"
+            )
+        if self.cfg.estate is not None:
+            raise ConfigError("app.estate pins the estate of levels 6-8; leave it null here")
+        if self.cfg.size is not None and self.cfg.size not in SIZES:
+            raise ConfigError(
+                f"app.size={self.cfg.size} is a size of levels 6-8 only; levels 1-5 run on "
+                f"{', '.join(SIZES)}"
+            )
         return self.generator().generate(
             level, seed, count, allow_repeats=allow_repeats, weights=weights
         )
 
     def capacity(self, level: int) -> Capacity:
         """Distinct queries of `level` (generators/k8s/capacity.py), cached on disk."""
+        if level in TIERS:
+            return tier_capacity(level)
         if self._counter is None:
             self._counter = K8sCapacity(generator=self.generator())
         return cached_capacity(level, self._counter, self.cache_dir)
@@ -291,9 +367,14 @@ class K8sApp:
         return K8sEnvironment(self)
 
     def oracle_reply(self, query: Query, turn: int, observation: str) -> str:
+        if query.level in TIERS:
+            return tier_oracle(query, turn)
         commands = query.ground_truth["oracle"]
         command = commands[turn - 1] if turn <= len(commands) else "kubectl get networkpolicies"
         return json.dumps({"command": command})
 
     def score(self, query: Query, steps: Sequence[StepResult]) -> Verdict:
+        if query.task != "mitigate":
+            safe = [not s.evidence.get("benign_touched") for s in steps]
+            return answer_verdict(query, steps, safe)
         return scoring.score(query, steps)

@@ -10,7 +10,8 @@ level; `step_probe_s` is the probing of one step within it.
 `run_levels` (`python -m pipeline.bench --only k8s_levels`) sizes the levels: prompt
 tokens per level (≈ characters / 4, the usual rule of thumb for English text and JSON
 under BPE tokenizers; the report lines dominate), and, for levels 4 and 5, the time to
-generate 100 queries and to play the oracle on them on live clusters.
+generate 100 queries and to play the oracle on them on live clusters; levels 6-8 per task
+as bench_tiers.py measures them.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import os
 import statistics
 import time
 from typing import Any
@@ -25,6 +27,7 @@ from typing import Any
 from emulators.k8s.cluster import EmulatedCluster
 from generators.k8s import boutique
 from generators.k8s.app import K8sApp
+from generators.k8s.bench_tiers import run_tiers
 from generators.k8s.config import K8sConfig
 from pipeline.api import play_oracle
 
@@ -99,7 +102,21 @@ def tokens(text: str) -> int:
     return math.ceil(len(text) / 4)
 
 
-def run_levels(count: int = 100, levels: tuple[int, ...] = (4, 5)) -> dict[str, Any]:
+def run_levels() -> dict[str, Any]:
+    """`levels_1_to_5` ($NETGAUGE_BENCH_QUERIES queries, 100), then levels 6-8 per task
+    (bench_tiers.py: $NETGAUGE_K8S_TIER_QUERIES queries each, 1,000, the oracle live on
+    the first $NETGAUGE_K8S_TIER_LIVE, 20)."""
+    figures = levels_1_to_5(int(os.environ.get("NETGAUGE_BENCH_QUERIES", "100")))
+    figures.update(
+        run_tiers(
+            int(os.environ.get("NETGAUGE_K8S_TIER_QUERIES", "1000")),
+            int(os.environ.get("NETGAUGE_K8S_TIER_LIVE", "20")),
+        )
+    )
+    return figures
+
+
+def levels_1_to_5(count: int = 100, levels: tuple[int, ...] = (4, 5)) -> dict[str, Any]:
     """Prompt sizes of every level; generation and oracle time of `count` queries of each
     of `levels` (wall and CPU seconds; the oracle on live clusters, as root)."""
     figures: dict[str, Any] = {"queries_per_level": count, "token_rule": "ceil(chars / 4)"}

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 SIZES = ("small", "medium", "large")
@@ -142,8 +143,20 @@ def generated(size: str, variant: int) -> MicroApp:
 
 @functools.cache
 def _generated(size: str, variant: int) -> MicroApp:
-    rng = random.Random(f"k8s-app:{size}:{variant}")
-    n_middle, n_services, n_stores, n_workers = SHAPES[size]
+    return build(random.Random(f"k8s-app:{size}:{variant}"), size, variant, SHAPES[size])
+
+
+def build(
+    rng: random.Random,
+    size: str,
+    variant: int,
+    shape: tuple[int, int, int, int],
+    metrics: Callable[[random.Random], bool] | None = None,
+) -> MicroApp:
+    """An application of `shape` (middle namespaces, services, stores, workers) drawn from
+    `rng` (see `generated`); `metrics(rng)`, when given, says per worker whether it serves
+    a `metrics` port (every worker does otherwise)."""
+    n_middle, n_services, n_stores, n_workers = shape
     namespaces = (EDGE, *rng.sample(MIDDLE, n_middle), DATA)
     names = rng.sample(SERVICE_NAMES, n_services)
     services = [_service(rng, n, namespaces[1 + i % n_middle]) for i, n in enumerate(names)]
@@ -171,7 +184,7 @@ def _generated(size: str, variant: int) -> MicroApp:
         users = {owner, *_pick(rng, names, 0, 1)}
         for user in sorted(users):
             calls[user].append(_call(rng, store.name))
-    partners = set(rng.sample(names, {"small": 1, "medium": 2, "large": 3}[size]))
+    partners = set(rng.sample(names, {"small": 1, "medium": 2, "large": 3}.get(size, 4)))
     statsd = size != "small"
     emitters = set(rng.sample(names, len(names) // 2)) if statsd else set()
     services = [
@@ -188,10 +201,9 @@ def _generated(size: str, variant: int) -> MicroApp:
     for name in rng.sample(WORKERS, n_workers):
         ns = rng.choice(namespaces[1:-1])
         picked = sorted(_pick(rng, targets, 1, 2))
+        ports = (Port(*METRICS),) if metrics is None or metrics(rng) else ()
         workers.append(
-            Workload(
-                name, ns, "worker", (Port(*METRICS),), calls=tuple(_call(rng, t) for t in picked)
-            )
+            Workload(name, ns, "worker", ports, calls=tuple(_call(rng, t) for t in picked))
         )
     gateway = Workload(
         "gateway",

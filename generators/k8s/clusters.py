@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from generators.k8s import boutique, callgraph, manifests
+from generators.k8s import boutique, callgraph, estate, manifests
 
 BOUTIQUE_SIZE = "medium"  # Online Boutique's 12 workloads: the size class it stands for
 
@@ -31,6 +31,12 @@ class ClusterSpec:
     _objects: str = field(repr=False)  # JSON, so no caller can change the shared copy
     _intended: str = field(repr=False)
     app: callgraph.MicroApp | None = None  # the call graph of a generated application
+    estate: Any = None  # estate.Estate of a level 6-8 application
+
+    @property
+    def writable(self) -> tuple[str, ...]:
+        """The kinds clients may write in full: Services too on an estate."""
+        return ("NetworkPolicy", "Service") if self.estate is not None else ("NetworkPolicy",)
 
     def objects(self) -> list[dict[str, Any]]:
         """The cluster's namespaces, workloads and Services (a fresh copy)."""
@@ -76,11 +82,29 @@ def generated_cluster(size: str, variant: int) -> ClusterSpec:
     )
 
 
+@functools.cache
+def estate_cluster(size: str, variant: int) -> ClusterSpec:
+    """An application of levels 6-8 (estate.py)."""
+    es = estate.estate(size, variant)
+    return ClusterSpec(
+        f"estate-{size}-{variant}",
+        size,
+        es.app.namespaces,
+        {"estate": size, "variant": variant},
+        _json(estate.cluster_objects(es)),
+        _json(estate.intended_policies(es)),
+        es.app,
+        es,
+    )
+
+
 def cluster_of(ground_truth: Mapping[str, Any]) -> ClusterSpec:
     """The cluster a query's ground truth names (Online Boutique when it names none)."""
     ref = ground_truth.get("cluster")
     if ref is None:
         return boutique_cluster()
+    if "estate" in ref:
+        return estate_cluster(str(ref["estate"]), int(ref["variant"]))
     return generated_cluster(str(ref["size"]), int(ref["variant"]))
 
 

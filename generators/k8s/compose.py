@@ -1,0 +1,356 @@
+"""Drawing the faults and benign anomalies of a level 6-8 query, and proving it valid with
+the pure evaluator (overlay.py).
+
+A draw picks an estate, the tier's benign anomalies (benign.py) and faults (catalogue*.py):
+a kind uniformly among those the estate offers, then one of its faults uniformly, each
+fault on objects no other fault or anomaly touches. A masking pair (levels 7, 8) is a
+fault A and a fault B whose mismatches alone lie within A's. `validate` then proves, with
+the anomalies as the intent:
+
+  - each fault alone makes some probe mismatch (observable);
+  - repairs never reveal: for every set of faults repaired, repairing one more leaves no
+    probe mismatching that did not before (so no order of repairs is unsafe);
+  - masking: with every fault in place B changes nothing visible, and once A is repaired
+    it does (fixing the masker reveals the masked);
+  - the oracle's commands (fixes.py), replayed in order, never make a probe mismatch that
+    matched, and end with every object as intended and nothing mismatching;
+  - the oracle fits in half of the tier's turns.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from generators.k8s import benign as benign_module
+from generators.k8s.benign import Benign
+from generators.k8s.catalogue import Fault
+from generators.k8s.catalogue_objects import singles
+from generators.k8s.clusters import ClusterSpec, estate_cluster
+from generators.k8s.estate import ESTATES_PER_SIZE
+from generators.k8s.fixes import Command, fixes, replay
+from generators.k8s.overlay import Key, StateEvaluator
+from generators.k8s.tiers import Tier
+
+MASKER_TRIES = 12
+
+
+class Estates:
+    """What drawing on each estate needs, computed once per estate: its evaluator, its
+    faults by kind, what each fault alone mismatches, its benign anomalies."""
+
+    def __init__(self) -> None:
+        self._ev: dict[str, StateEvaluator] = {}
+        self._singles: dict[str, list[Fault]] = {}
+        self._kinds: dict[str, dict[str, list[Fault]]] = {}
+        self._benign: dict[str, list[Benign]] = {}
+        self._wrong: dict[tuple[str, str], frozenset[str]] = {}
+        self._by_probe: dict[str, dict[str, list[Fault]]] = {}
+
+    def evaluator(self, spec: ClusterSpec) -> StateEvaluator:
+        if spec.env_key not in self._ev:
+            self._ev[spec.env_key] = StateEvaluator(spec)
+        return self._ev[spec.env_key]
+
+    def faults(self, spec: ClusterSpec) -> list[Fault]:
+        if spec.env_key not in self._singles:
+            self._singles[spec.env_key] = singles(spec)
+        return self._singles[spec.env_key]
+
+    def by_kind(self, spec: ClusterSpec) -> dict[str, list[Fault]]:
+        if spec.env_key not in self._kinds:
+            found: dict[str, list[Fault]] = {}
+            for fault in self.faults(spec):
+                found.setdefault(fault.kind, []).append(fault)
+            self._kinds[spec.env_key] = found
+        return self._kinds[spec.env_key]
+
+    def benign(self, spec: ClusterSpec) -> list[Benign]:
+        if spec.env_key not in self._benign:
+            ev = self.evaluator(spec)
+            self._benign[spec.env_key] = benign_module.observable(ev, benign_module.anomalies(spec))
+        return self._benign[spec.env_key]
+
+    def wrong(self, spec: ClusterSpec, fault: Fault) -> frozenset[str]:
+        """What `fault` alone mismatches on the intended estate (no anomalies)."""
+        key = (spec.env_key, fault.id)
+        if key not in self._wrong:
+            self._wrong[key] = frozenset(self.evaluator(spec).mismatches({}, fault.overlay))
+        return self._wrong[key]
+
+    def by_probe(self, spec: ClusterSpec) -> dict[str, list[Fault]]:
+        """Probe key -> the faults that alone make it mismatch (evaluates every fault of
+        the estate once: about 1 ms each, 1-3 s an estate)."""
+        if spec.env_key not in self._by_probe:
+            index: dict[str, list[Fault]] = {}
+            for fault in self.faults(spec):
+                for probe in self.wrong(spec, fault):
+                    index.setdefault(probe, []).append(fault)
+            self._by_probe[spec.env_key] = index
+        return self._by_probe[spec.env_key]
+
+    def closed_only(self, spec: ClusterSpec, fault: Fault) -> bool:
+        """Whether `fault` alone only opens what must stay closed."""
+        wrong = self.wrong(spec, fault)
+        expected = self.evaluator(spec).expected
+        return bool(wrong) and not any(expected[k] for k in wrong)
+
+
+@dataclass(frozen=True)
+class Draw:
+    spec: ClusterSpec
+    benign: tuple[Benign, ...]
+    faults: tuple[Fault, ...]
+    masking: tuple[int, int] | None = None  # (masker, masked) indices into faults
+
+    @property
+    def intent(self) -> dict[Key, Any]:
+        return {k: o for b in self.benign for k, o in b.changes}
+
+    @property
+    def state(self) -> dict[Key, Any]:
+        return {**self.intent, **{k: o for f in self.faults for k, o in f.changes}}
+
+    @property
+    def stratum(self) -> str:
+        if not self.faults:
+            kinds = "+".join(sorted(f"{b.kind}@{b.placement}" for b in self.benign))
+            return f"{self.spec.size}/healthy/{kinds}"
+        return f"{self.spec.size}/" + "+".join(
+            sorted(f"{f.kind}@{f.placement}" for f in self.faults)
+        )
+
+
+def draw(
+    tier: Tier,
+    task: str,
+    rng: random.Random,
+    estates: Estates,
+    sizes: Sequence[str] | None = None,
+    variant: int | None = None,
+    healthy: bool = False,
+) -> Draw | str:
+    """One draw of `tier` for `task` (a reason string when this one cannot be completed);
+    `variant` pins the estate of each size; `healthy` (detect): anomalies only."""
+    pool = tuple(sizes or tier.sizes)
+    size = pool[rng.randrange(len(pool))]
+    drawn_variant = rng.randrange(ESTATES_PER_SIZE)
+    spec = estate_cluster(size, drawn_variant if variant is None else variant)
+    count = rng.choice(tier.benign_for(task))
+    chosen: list[Benign] = []
+    options = list(estates.benign(spec))
+    while len(chosen) < count:
+        kinds = sorted({b.kind for b in options})
+        if not kinds:
+            return "no benign anomaly left"
+        kind = rng.choice(kinds)
+        pick = rng.choice([b for b in options if b.kind == kind])
+        chosen.append(pick)
+        options = [b for b in options if not (b.keys & pick.keys)]
+    used = {k for b in chosen for k in b.keys}
+    if task == "detect":
+        if healthy:
+            return Draw(spec, tuple(chosen), ())
+        n = rng.choice(tier.detect_faults)
+        first = _pick(spec, estates, rng, used, closed=rng.random() < 0.5)
+        if isinstance(first, str):
+            return first
+        rest = _others(spec, estates, rng, used | first.keys, n - 1, [first], 1)
+        return rest if isinstance(rest, str) else Draw(spec, tuple(chosen), (first, *rest))
+    n = rng.choice(tier.faults)
+    if not tier.masking:
+        picked = _others(spec, estates, rng, used, n, [], tier.min_namespaces)
+        return picked if isinstance(picked, str) else Draw(spec, tuple(chosen), tuple(picked))
+    pair = _masking_pair(spec, estates, rng, used)
+    if isinstance(pair, str):
+        return pair
+    taken = used | pair[0].keys | pair[1].keys
+    start = list(pair)
+    if n >= 4:  # one of the others only opens what must stay closed, where one is left
+        spaces = {f.device for f in start}
+        short = tier.min_namespaces - len(spaces) >= n - len(start)
+        closed = _pick(spec, estates, rng, taken, closed=True, spaces=spaces if short else None)
+        if isinstance(closed, Fault):
+            start.append(closed)
+            taken |= closed.keys
+    rest = _others(spec, estates, rng, taken, n - len(start), start, tier.min_namespaces)
+    if isinstance(rest, str):
+        return rest
+    faults = (*start, *rest)
+    if len({f.device for f in faults}) < tier.min_namespaces:
+        return f"the faults span fewer than {tier.min_namespaces} namespaces"
+    return Draw(spec, tuple(chosen), faults, (0, 1))
+
+
+def _free(fault: Fault, used: set[Key]) -> bool:
+    return not (fault.keys & used)
+
+
+def _pick(
+    spec: ClusterSpec, estates: Estates, rng: random.Random, used: set[Key], closed: bool = False,
+    spaces: set[str] | None = None,
+) -> Fault | str:  # fmt: skip
+    """One observable fault on free objects: a kind uniformly, then a fault of it (`closed`:
+    one that only opens what must stay closed; `spaces`: in none of these namespaces)."""
+    by_kind = estates.by_kind(spec)
+    kinds = sorted(by_kind)
+    rng.shuffle(kinds)
+    for kind in kinds:
+        options = [
+            f for f in by_kind[kind]
+            if _free(f, used) and (spaces is None or f.device not in spaces)
+        ]  # fmt: skip
+        rng.shuffle(options)
+        for fault in options:
+            if estates.closed_only(spec, fault) if closed else estates.wrong(spec, fault):
+                return fault
+    return "no observable fault is left" + (" that only opens" if closed else "")
+
+
+def _others(
+    spec: ClusterSpec, estates: Estates, rng: random.Random, used: set[Key], n: int,
+    have: list[Fault], min_namespaces: int,
+) -> list[Fault] | str:  # fmt: skip
+    out: list[Fault] = []
+    for _ in range(n):
+        spaces = {f.device for f in [*have, *out]}
+        short = min_namespaces - len(spaces) >= n - len(out)
+        fault = _pick(spec, estates, rng, used, spaces=spaces if short else None)
+        if isinstance(fault, str):
+            return fault
+        out.append(fault)
+        used = used | fault.keys
+    return out
+
+
+def _masking_pair(
+    spec: ClusterSpec, estates: Estates, rng: random.Random, used: set[Key]
+) -> tuple[Fault, Fault] | str:
+    """A fault A and a fault B on other objects whose mismatches alone lie within A's."""
+    index = estates.by_probe(spec)
+    for _ in range(MASKER_TRIES):
+        masker = _pick(spec, estates, rng, used)
+        if isinstance(masker, str):
+            return masker
+        hides = estates.wrong(spec, masker)
+        taken = used | masker.keys
+        hidden: dict[str, list[Fault]] = {}
+        seen: set[str] = set()
+        for probe in sorted(hides):
+            for fault in index.get(probe, ()):
+                if fault.id in seen or not _free(fault, taken):
+                    continue
+                seen.add(fault.id)
+                if estates.wrong(spec, fault) <= hides:
+                    hidden.setdefault(fault.kind, []).append(fault)
+        if hidden:
+            kind = rng.choice(sorted(hidden))
+            return masker, rng.choice(hidden[kind])
+    return "no masking pair found"
+
+
+# -- validation ------------------------------------------------------------------------------
+def _without(drawn: Draw, repaired: Sequence[int]) -> dict[Key, Any]:
+    state = dict(drawn.intent)
+    for i, fault in enumerate(drawn.faults):
+        if i not in repaired:
+            state.update(fault.changes)
+    return state
+
+
+def oracle_commands(drawn: Draw, ev: StateEvaluator) -> list[Command]:
+    """The oracle's fixes: the masker first, then the others in their drawn order."""
+    order = list(range(len(drawn.faults)))
+    if drawn.masking is not None:
+        order.remove(drawn.masking[0])
+        order.insert(0, drawn.masking[0])
+    intent = drawn.intent
+    base = {**ev.base, **{k: o for k, o in intent.items()}}
+    out: list[Command] = []
+    for i in order:
+        out += fixes(drawn.faults[i].overlay, {k: o for k, o in base.items() if o is not None})
+    return out
+
+
+def validate(drawn: Draw, ev: StateEvaluator, max_oracle: int) -> dict[str, Any] | str:
+    """The validated facts of a draw (see the module docstring), or why it is invalid."""
+    intent = drawn.intent
+    expected = ev.expected_for(intent)
+    n = len(drawn.faults)
+    found: dict[tuple[int, ...], set[str]] = {}
+    for size in range(n + 1):
+        for repaired in itertools.combinations(range(n), size):
+            state = _without(drawn, repaired)
+            found[repaired] = set(ev.mismatches(intent, state, expected))
+    every = tuple(range(n))
+    for i in range(n):
+        alone = tuple(j for j in every if j != i)
+        if not found[alone]:
+            return f"{drawn.faults[i].kind} alone changes no probe"
+    for repaired, now in found.items():
+        for j in repaired:
+            before = tuple(x for x in repaired if x != j)
+            if now - found[before]:
+                kinds = ", ".join(drawn.faults[x].kind for x in repaired)
+                return f"repairing {kinds} reveals {sorted(now - found[before])[0]}"
+    if drawn.masking is not None:
+        a, b = drawn.masking
+        if found[(b,)] != found[()]:
+            return "the masked fault shows with every fault in place"
+        if found[(a,)] == found[tuple(sorted((a, b)))]:
+            return "repairing the masker does not reveal the masked fault"
+    commands = oracle_commands(drawn, ev)
+    if len(commands) > max_oracle:
+        return f"the oracle needs {len(commands)} commands, over half the turns ({max_oracle})"
+    path = _replayed(drawn, ev, commands, expected)
+    if isinstance(path, str):
+        return path
+    return {"mismatches": sorted(found[()]), "oracle": commands, "after": path}
+
+
+def _replayed(
+    drawn: Draw, ev: StateEvaluator, commands: list[Command], expected: Mapping[str, bool]
+) -> list[int] | str:
+    """Replay the oracle (fixes.replay): mismatches after each command, never a new one,
+    none at the end, every object as the intent has it."""
+    intent = drawn.intent
+    state: dict[Key, Any] = {k: o for k, o in ev.base.items()}
+    state.update(drawn.state)
+    before = set(ev.mismatches(intent, _overlay(state, ev.base), expected))
+    counts = []
+    for command in commands:
+        replay(state, command)
+        now = set(ev.mismatches(intent, {**intent, **_overlay(state, ev.base)}, expected))
+        if now - before:
+            return (
+                f"the oracle's `{command['command'][:80]}` makes {sorted(now - before)[0]} mismatch"
+            )
+        counts.append(len(now))
+        before = now
+    if before:
+        return f"after the oracle {len(before)} probes still mismatch"
+    left = _overlay(state, {**ev.base, **intent})
+    wrong = [k for k, o in left.items() if not _same(o, {**ev.base, **intent}.get(k))]
+    if wrong:
+        return f"after the oracle {wrong[0]} is not as intended"
+    return counts
+
+
+def _overlay(state: Mapping[Key, Any], base: Mapping[Key, Any]) -> dict[Key, Any]:
+    """The objects of `state` that differ from `base` (None: gone)."""
+    out = {k: o for k, o in state.items() if not _same(o, base.get(k))}
+    out.update({k: None for k in base if k not in state})
+    return out
+
+
+def _same(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> bool:
+    """Whether two versions of an object are the same for the data plane: a policy's spec
+    and place, a Service's spec, a namespace's or pod's labels."""
+    if a is None or b is None:
+        return a is b
+    if a.get("kind") in ("Namespace", "Pod"):
+        return (a.get("metadata") or {}).get("labels") == (b.get("metadata") or {}).get("labels")
+    return a.get("spec") == b.get("spec")
