@@ -96,12 +96,13 @@ def test_a_late_or_failing_agent_is_a_typed_step(tmp_path):
     app = EchoApp(EchoConfig(), tmp_path, None)
     query = next(app.generate(1, 0, 1))
     cell = cell_from_config(echo_config(tmp_path, queries=1))
-    for executor, status, reason in (
-        (_Slow(), "agent_timeout", "no answer within agent.turn_timeout_s=0.5 s"),
-        (_Broken(), "agent_error", "the agent's own bug"),
+    # the broken agent gets a turn limit no load reaches: its outcome must not be a race
+    for executor, limit, status, reason in (
+        (_Slow(), 0.5, "agent_timeout", "no answer within agent.turn_timeout_s=0.5 s"),
+        (_Broken(), 60.0, "agent_error", "the agent's own bug"),
     ):
         with serving(executor) as url:
-            agent = A2AAgent(A2AAgentConfig(url=url, turn_timeout_s=0.5), app)
+            agent = A2AAgent(A2AAgentConfig(url=url, turn_timeout_s=limit), app)
             with app.environment() as env:
                 rows = play(env, agent, query, cell)
         assert [r["status"] for r in rows] == [status]
