@@ -34,6 +34,7 @@ from typing import Any
 
 from emulators.base import Emulator
 from emulators.netcmd.sandbox import CommandSandbox, Status
+from generators.lab.frr.pool import WarmPool
 from generators.lab.pool import LabPool, open_pool
 from generators.routing import APP_VERSION, checks
 from generators.routing.config import RoutingConfig
@@ -41,7 +42,7 @@ from generators.routing.environment import inject
 from generators.routing.faults import DRAW, TYPES, Fault, InjectionFailed
 from generators.routing.frr.episode import build_prompt as frr_prompt
 from generators.routing.frr.faults import level_types
-from generators.routing.frr.generator import FRR_LEVELS, FrrPool
+from generators.routing.frr.generator import FRR_LEVELS, frr_pool
 from generators.routing.frr.generator import draw as frr_draw
 from generators.routing.frr.generator import validate as frr_validate
 from generators.routing.frr.topology import FrrTopology
@@ -250,7 +251,7 @@ class RoutingQueryGenerator:
         tracker = KeyTracker(
             self.app_name, level, seed, allow_repeats=allow_repeats, capacity=self._of(level)
         )
-        with FrrPool(self.cfg, max_live=min(2, self.cfg.max_live_topologies)) as pool:
+        with frr_pool(self.cfg) as pool:
             for index in range(count):
                 yield self._one(pool, level, seed, index, tracker, weights)
 
@@ -290,7 +291,7 @@ class RoutingQueryGenerator:
 
     def _one(
         self,
-        pool: LabPool | FrrPool,
+        pool: LabPool | WarmPool,
         level: int,
         seed: int,
         index: int,
@@ -300,7 +301,7 @@ class RoutingQueryGenerator:
         """Query `index`: draw, validate on a live lab, redraw on rejection (the shared
         loop); levels 4-5 draw FRR labs, levels 1-3 plain ones."""
         rng = query_rng(seed, level, index)
-        if isinstance(pool, FrrPool):
+        if isinstance(pool, WarmPool):
             draw_one, check, build = (
                 frr_draw,
                 (lambda t, f: frr_validate(pool, t, f)),
