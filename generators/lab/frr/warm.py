@@ -51,7 +51,7 @@ from emulators.routes import RouteReader
 from generators.lab.frr import confdiff, reading
 from generators.lab.frr.daemons import RouterDaemons, cleanup_stale
 from generators.lab.frr.reading import BgpPeer, Reading
-from generators.lab.frr.vty import Vty
+from generators.lab.frr.vty import CMD_WARNING, Vty
 from pipeline.api import EnvironmentFailure
 
 log = logging.getLogger(__name__)
@@ -353,7 +353,7 @@ class WarmLab:
             for _ in range(3):
                 if confdiff.same(text, wanted):
                     break
-                self.vty.configure(router, daemon, confdiff.diff(text, wanted))
+                self._apply(router, daemon, confdiff.diff(text, wanted))
                 text = self.vty.session(router, daemon).command("show running-config")[1]
             else:
                 raise EnvironmentFailure(
@@ -363,6 +363,28 @@ class WarmLab:
         for router in self.spec.frr_routers:
             if self.daemons.files_differ(router, self.configs[router]):
                 self.daemons.write_files(router, self.configs[router])
+
+    def _apply(self, router: str, daemon: str, lines: Sequence[str]) -> None:
+        """Configuration lines on one daemon; a `no` line the daemon refuses is tried
+        again with fewer trailing words (`no description` takes no text; `no neighbor X
+        description` none either), down to two, in the same context."""
+        assert self.vty is not None
+        session = self.vty.session(router, daemon)
+        deadline = time.monotonic() + 10.0
+        try:
+            for line in ["configure terminal", *lines]:
+                session.send(line)
+                code, _ = session.receive(deadline)
+                words = line.split()
+                while code > CMD_WARNING and words[0] == "no" and len(words) > 2:
+                    words.pop()
+                    session.send(" ".join(words))
+                    code, _ = session.receive(deadline)
+            session.send("end")
+            session.receive(deadline)
+        except BaseException:
+            session.close()
+            raise
 
     def restart(self) -> None:
         """The cold path: daemons killed, FRR's routes flushed, the kernel reset, the
