@@ -45,6 +45,10 @@ class VtySession:
         self._sock: socket.socket | None = None
 
     def _open(self) -> socket.socket:
+        if self._sock is not None and select.select([self._sock], [], [], 0)[0]:
+            # Readable between requests: the daemon closed the session (a vty idle past
+            # its exec-timeout, a daemon restarted). A new one is opened.
+            self.close()
         if self._sock is None:
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
             try:
