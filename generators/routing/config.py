@@ -39,6 +39,7 @@ class RoutingConfig:
     probe: ProbeConfig = field(default_factory=ProbeConfig)
     command: CommandConfig = field(default_factory=CommandConfig)
     max_live_topologies: int = operational(8)  # topologies an environment keeps running (LRU)
+    validators: int = operational(1)  # levels 4-5: draws validated at once, a lab each (1-16)
 
     def validate(self) -> None:
         """Raise ConfigError naming the first wrong key (called when configs are composed)."""
@@ -84,6 +85,7 @@ def validate_config(cfg: RoutingConfig, prefix: str = "app") -> None:
                 f"{', '.join(known)}; got {faults!r}"
             )
     validate_pool_config(cfg, prefix)
+    int_in(cfg.validators, f"{prefix}.validators", 1, 16)
     if "icmp" not in cfg.probe.protocols:
         raise ConfigError(
             f"{prefix}.probe.protocols must include icmp (the reachability matrix agents see), "

@@ -32,7 +32,7 @@ from typing import Self
 from generators.lab.frr.warm import FrrSpec, WarmLab
 
 log = logging.getLogger(__name__)
-MAX_IDLE = 4
+MAX_IDLE = 8
 
 
 class _Shelf:
@@ -94,6 +94,7 @@ class WarmPool:
         self._factory = factory
         self.key = key
         self._leased: dict[int, WarmLab] = {}
+        self._lock = threading.Lock()  # leases come from several threads (validators)
         self.builds = 0
         self._open = False
 
@@ -116,7 +117,8 @@ class WarmPool:
         if not self._open:
             return
         self._open = False
-        leased, self._leased = list(self._leased.values()), {}
+        with self._lock:
+            leased, self._leased = list(self._leased.values()), {}
         try:
             _close_all(leased)
         finally:
@@ -142,17 +144,21 @@ class WarmPool:
             lab = self._factory(spec).__enter__()
             self.builds += 1
         lab.used = True  # whatever the use does (an agent's commands too): restored next time
-        self._leased[id(lab)] = lab
+        with self._lock:
+            self._leased[id(lab)] = lab
         return lab
 
     def give_back(self, lab: WarmLab) -> None:
         """Put a leased lab on the shelf for the next lease (restored then if used)."""
-        if self._leased.pop(id(lab), None) is not None:
+        with self._lock:
+            mine = self._leased.pop(id(lab), None) is not None
+        if mine:
             SHELF.put((self.key, lab.spec.name), lab)
 
     def discard(self, lab: WarmLab) -> None:
         """Stop a leased lab: it is never lent again."""
-        self._leased.pop(id(lab), None)
+        with self._lock:
+            self._leased.pop(id(lab), None)
         lab.close()
 
     @contextmanager
