@@ -38,6 +38,7 @@ the daemons' vty sockets and netlink, no process per router per poll.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -48,22 +49,38 @@ from emulators.base import EMULATORS, Lab
 from emulators.netcmd.sandbox import CommandSandbox
 from emulators.probe import Flow
 from emulators.routes import RouteReader
-from generators.lab.frr import confdiff, reading
+from generators.lab.frr import reading
 from generators.lab.frr.daemons import RouterDaemons, cleanup_stale
 from generators.lab.frr.reading import BgpPeer, Reading
-from generators.lab.frr.vty import CMD_WARNING, Vty
+from generators.lab.frr.restore import RESTORE_S, restart, restore_configs
+from generators.lab.frr.vty import Vty
 from pipeline.api import EnvironmentFailure
 
 log = logging.getLogger(__name__)
 CONVERGE_S = 40.0  # longest wait for the healthy network after a (re)start
-RESTORE_S = 15.0  # longest wait for a restored lab to reach its healthy routing state
 SETTLE_MAX_S = 30.0  # longest wait for the routing state to stop changing
 POLL_S = 0.1
 MIN_QUIET_SAMPLES = 3
 START_QUIET_S = 0.5  # a (re)started network's routing state unchanged this long: check it
 BGP_BASELINE_S = 0.2  # a session's refresh counts from a reading this long after a change
 OWNED = ("ospf", "bgp")  # route protocols FRR's daemons own (state.owned_by)
-FLUSH_FRR = "ip -4 route flush proto ospf; ip -4 route flush proto bgp; ip nexthop flush"
+
+
+class _Once:
+    """A lock and whether the once-a-process work behind it is done."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.done = False
+
+    def __enter__(self) -> None:
+        self._lock.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()
+
+
+_SWEPT = _Once()
 
 
 class FrrSpec(Protocol):
@@ -137,7 +154,12 @@ class WarmLab:
     def __enter__(self) -> Self:
         backend = type(self.emu)
         backend.cleanup_stale()  # what killed runs left (their namespaces, daemons with them)
-        cleanup_stale(lambda prefix: bool(backend.leftovers(prefix)))
+        with _SWEPT:
+            # Their FRR folders, once a process: telling a live lab's folder from a dead
+            # one's reads every process's command line, per folder.
+            if not _SWEPT.done:
+                cleanup_stale(lambda prefix: bool(backend.leftovers(prefix)))
+                _SWEPT.done = True
         self.emu.__enter__()
         try:
             self.emu.build(self.spec.lab())
@@ -151,7 +173,7 @@ class WarmLab:
             self.routes = RouteReader(self.emu._ns_fds)
             self.daemons.write_configs(self.configs)
             self.daemons.start()
-            self._converge()
+            self.converge()
             self.healthy_config = self.running_config()
             self.target = self.read()
             self.sandbox = CommandSandbox(
@@ -272,7 +294,7 @@ class WarmLab:
             f"{self.spec.name}: the routing state kept changing for {limit_s:g} s"
         )
 
-    def _converge(self) -> None:
+    def converge(self) -> None:
         """After a (re)start: quiet, then the intended state and every flow, or a failure."""
         deadline = time.monotonic() + CONVERGE_S
         while True:
@@ -287,7 +309,7 @@ class WarmLab:
                 )
             time.sleep(POLL_S)
 
-    def _reach_target(self, timeout_s: float) -> bool:
+    def reach_target(self, timeout_s: float) -> bool:
         """Poll until the routing state equals the healthy one (True) or the time is up."""
         assert self.target is not None
         deadline = time.monotonic() + timeout_s
@@ -327,10 +349,10 @@ class WarmLab:
         """Back to the healthy network, proven (see the module docstring): seconds."""
         started = time.perf_counter()
         try:
-            self._restore_configs()
+            restore_configs(self)
             self.emu.reset(also=self.spec.frr_routers, owned=OWNED)
             self.retry_idle_sessions()
-            if not self._reach_target(RESTORE_S):
+            if not self.reach_target(RESTORE_S):
                 raise EnvironmentFailure(
                     f"{self.spec.name}: the routing state did not return to the healthy one "
                     f"within {RESTORE_S:g} s"
@@ -345,67 +367,11 @@ class WarmLab:
         self.restores.append(time.perf_counter() - started)
         return self.restores[-1]
 
-    def _restore_configs(self) -> None:
-        assert self.vty is not None and self.daemons is not None
-        current = self.running_config()
-        for (router, daemon), text in current.items():
-            wanted = self.healthy_config[(router, daemon)]
-            for _ in range(3):
-                if confdiff.same(text, wanted):
-                    break
-                self._apply(router, daemon, confdiff.diff(text, wanted))
-                text = self.vty.session(router, daemon).command("show running-config")[1]
-            else:
-                raise EnvironmentFailure(
-                    f"{router}/{daemon}: its configuration still differs from the healthy "
-                    f"one after three passes: {confdiff.diff(text, wanted)[:6]}"
-                )
-        for router in self.spec.frr_routers:
-            if self.daemons.files_differ(router, self.configs[router]):
-                self.daemons.write_files(router, self.configs[router])
-
-    def _apply(self, router: str, daemon: str, lines: Sequence[str]) -> None:
-        """Configuration lines on one daemon; a `no` line the daemon refuses is tried
-        again with fewer trailing words (`no description` takes no text; `no neighbor X
-        description` none either), down to two, in the same context."""
-        assert self.vty is not None
-        session = self.vty.session(router, daemon)
-        deadline = time.monotonic() + 10.0
-        try:
-            for line in ["configure terminal", *lines]:
-                session.send(line)
-                code, _ = session.receive(deadline)
-                words = line.split()
-                while code > CMD_WARNING and words[0] == "no" and len(words) > 2:
-                    words.pop()
-                    session.send(" ".join(words))
-                    code, _ = session.receive(deadline)
-            session.send("end")
-            session.receive(deadline)
-        except BaseException:
-            session.close()
-            raise
-
     def restart(self) -> None:
         """The cold path: daemons killed, FRR's routes flushed, the kernel reset, the
         daemons started on their files and the healthy state reached again, proven."""
-        assert self.daemons is not None and self.vty is not None
         self.restarts += 1
-        self.vty.close()
-        self.daemons.stop()
-        routers = self.spec.frr_routers
-        self.emu._shell({r: f"{FLUSH_FRR} 2>/dev/null; true" for r in routers})
-        self.emu.reset(also=routers)
-        self.daemons.write_configs(self.configs)
-        self.daemons.start()
-        self._converge()
-        now = self.running_config()
-        if any(not confdiff.same(now[key], text) for key, text in self.healthy_config.items()):
-            raise EnvironmentFailure(f"{self.spec.name}: restarted with another configuration")
-        if not self._reach_target(RESTORE_S):
-            raise EnvironmentFailure(
-                f"{self.spec.name}: restarted, its routing state is not the healthy one"
-            )
+        restart(self)
 
     # -- trusted changes -----------------------------------------------------------------
     def vtysh(self, router: str, lines: Sequence[str]) -> str:
