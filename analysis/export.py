@@ -42,7 +42,7 @@ from typing import Any
 from omegaconf import DictConfig
 from tqdm import tqdm
 
-from pipeline.build import make_app
+from pipeline.build import app_version, make_app
 from pipeline.cells import data_root
 from pipeline.config import compose, load_choice, to_plain
 from pipeline.core import App, Query, StepStatus
@@ -220,7 +220,7 @@ def sft_records(
                 "seed": query.seed,
                 "operation": query.operation,
                 "answer_type": query.answer_type,
-                "app_version": app.version,
+                "app_version": app_version(cfg),
                 "query_key": query.key,
                 "split": split_of(query.seed),
             }

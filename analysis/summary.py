@@ -38,6 +38,7 @@ def render(table: pd.DataFrame) -> str:
         return "(no episodes yet)"
     show_queries = table["queries"].nunique() > 1
     show_variant = set(table["variant"]) != {"base"}
+    show_task = set(table["task"]) != {"mitigate"}  # a score only where a task has one
     rows = []
     for r in table.itertuples(index=False):
         rows.append(
@@ -48,6 +49,7 @@ def render(table: pd.DataFrame) -> str:
                 "level": r.level,
                 **({"queries": r.queries} if show_queries else {}),
                 **({"variant": r.variant} if show_variant else {}),
+                **({"task": r.task} if show_task else {}),
                 "n": r.n,
                 "distinct": r.n_distinct,
                 "correct [normal 95%] [wilson 95%]": _rate(
@@ -64,6 +66,7 @@ def render(table: pd.DataFrame) -> str:
                     r.safe_wilson_lo,
                     r.safe_wilson_hi,
                 ),
+                **({"score": f"{r.mean_score:.3f}"} if show_task else {}),
                 "turns": f"{r.mean_turns:.2f}",
                 "latency_s": f"{r.mean_latency_s:.4f}",
                 "outcomes": r.outcomes,

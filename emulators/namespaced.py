@@ -33,7 +33,7 @@ from types import TracebackType
 from typing import Any, ClassVar, Self
 
 from emulators import state, state_restore
-from emulators.base import CommandResult, Lab, Reachability
+from emulators.base import CommandResult, Device, Lab, Reachability
 from emulators.instances import Instance
 from emulators.probe import Flow, Prober
 from emulators.setns import open_netns
@@ -42,6 +42,25 @@ from pipeline.errors import EnvironmentFailure
 log = logging.getLogger(__name__)
 BASE_SYSCTLS = ("net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1")
 SCRIPT_TIMEOUT_S = 30.0
+
+
+def _extras(device: Device) -> list[str]:
+    """Commands for a device's bridges (made, ports enslaved, up, addressed), loopback
+    addresses and interface descriptions; before its sysctls, which may name a bridge."""
+    cmds = []
+    for bridge in device.bridges:
+        name = shlex.quote(bridge.name)
+        cmds.append(f"ip link add name {name} type bridge")
+        cmds += [f"ip link set dev {shlex.quote(p)} master {name}" for p in bridge.ports]
+        cmds.append(f"ip link set dev {name} up")
+        cmds += [f"ip addr add {shlex.quote(a)} brd + dev {name}" for a in bridge.addresses]
+    cmds += [f"ip addr add {shlex.quote(a)} dev lo" for a in device.loopbacks]
+    for owner in (*device.interfaces, *device.bridges):
+        if owner.alias:
+            cmds.append(
+                f"ip link set dev {shlex.quote(owner.name)} alias {shlex.quote(owner.alias)}"
+            )
+    return cmds
 
 
 class NamespaceEmulator(ABC):
@@ -147,8 +166,9 @@ class NamespaceEmulator(ABC):
             cmds = [f"sysctl -qw {kv}" for kv in BASE_SYSCTLS] + ["ip link set lo up"]
             for intf in device.interfaces:
                 name = shlex.quote(intf.name)
-                cmds.append(f"ip link set dev {name} up")
+                cmds.append(f"ip link set dev {name} {'up' if intf.up else 'down'}")
                 cmds += [f"ip addr add {shlex.quote(a)} brd + dev {name}" for a in intf.addresses]
+            cmds += _extras(device)
             cmds += [f"sysctl -qw {shlex.quote(f'{k}={v}')}" for k, v in device.sysctls]
             cmds += [shlex.join(argv) for argv in device.startup]
             scripts[device.name] = " && ".join(cmds)

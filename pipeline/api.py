@@ -13,17 +13,23 @@ What an app is made of:
   `KeyTracker` with `stamp`, `weighted_choice` (pipeline/querygen.py says how they fit);
 - its config schema: a dataclass whose fields that cannot change a result are
   `operational(...)`;
+- its diagnosis tasks (pipeline/diagnosis.py, pipeline/answers.py; README "Task kinds"):
+  `AppSpec(tasks=...)`, a `task` field in its config, `Vocabulary` of `Label`s from its
+  `vocabulary(level)`, `task_text` for prompts, the ground truth's `healthy` and `causes`
+  (`cause`), `answer_verdict` in its scorer, `TASKS`;
 - its errors, from the one hierarchy: `ConfigError` (a bad setting, before any work),
   `QueryGenerationError`, `EnvironmentFailure` (not the agent's fault), `DataError`;
 - helpers: `canonical_json`, `outcome_for_status`, `fenced_blocks` (code blocks of an
   untrusted reply), `JSON` (the decoder for untrusted JSON: any number of digits),
   `write_whole` and `replacing` (atomic files);
 - for its benchmarks, which drive the pipeline as a user does: `load_app` (an app as a
-  cell makes it), `play_oracle`, `smollm2_tokens`, `SHARED_DATA`.
+  cell makes it), `play_oracle`, `smollm2_tokens`, `SHARED_DATA`; the reply fuzzer's
+  `FuzzTarget`, `fuzz_app` and `fuzz_figures` (pipeline/fuzz/).
 """
 
 from __future__ import annotations
 
+from pipeline.answers import answer_verdict, task_text
 from pipeline.build import make_app
 from pipeline.capacity import Capacity, cached
 from pipeline.config import ROOT, compose
@@ -42,6 +48,7 @@ from pipeline.core import (
     canonical_json,
     outcome_for_status,
 )
+from pipeline.diagnosis import TASKS, Label, Vocabulary, cause
 from pipeline.errors import (
     ConfigError,
     DataError,
@@ -50,6 +57,9 @@ from pipeline.errors import (
     QueryGenerationError,
 )
 from pipeline.files import replacing, write_whole
+from pipeline.fuzz.harness import Target as FuzzTarget
+from pipeline.fuzz.run import figures as fuzz_figures
+from pipeline.fuzz.run import fuzz_app
 from pipeline.play import EpisodeLoop, play_oracle
 from pipeline.querygen import (
     SEED_SLOTS,
@@ -81,6 +91,7 @@ __all__ = [
     "JSON",
     "SEED_SLOTS",
     "SHARED_DATA",
+    "TASKS",
     "Action",
     "AgentSpec",
     "App",
@@ -93,7 +104,9 @@ __all__ = [
     "EnvironmentFailure",
     "Episode",
     "EpisodeLoop",
+    "FuzzTarget",
     "KeyTracker",
+    "Label",
     "NetGaugeError",
     "Outcome",
     "Query",
@@ -103,9 +116,14 @@ __all__ = [
     "StepStatus",
     "TaskStep",
     "Verdict",
+    "Vocabulary",
+    "answer_verdict",
     "cached",
     "canonical_json",
+    "cause",
     "fenced_blocks",
+    "fuzz_app",
+    "fuzz_figures",
     "key_slot",
     "load_app",
     "operational",
@@ -117,6 +135,7 @@ __all__ = [
     "replacing",
     "smollm2_tokens",
     "stamp",
+    "task_text",
     "weighted_choice",
     "write_whole",
 ]

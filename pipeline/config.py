@@ -8,6 +8,7 @@ failure is a `ConfigError` that names the key and the allowed values.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import hashlib
 import re
@@ -20,7 +21,9 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from pipeline import registry
+from pipeline.configkeys import check_keys
 from pipeline.core import canonical_json
+from pipeline.diagnosis import TASKS
 from pipeline.errors import ConfigError
 from pipeline.registry import conf_dirs
 
@@ -29,7 +32,8 @@ CONF_DIR = ROOT / "conf"
 GROUPS = ("app", "agent", "model", "grid")
 CELL_KEYS = ("app", "model", "agent", "level", "seed", "queries", "variant")
 # The grid's axes, also settable with `snakemake --config KEY=VALUE` (VALUE a YAML list).
-GRID_AXES = ("apps", "agents", "models", "levels", "seeds", "queries", "variants")
+GRID_AXES = ("apps", "agents", "models", "levels", "seeds", "queries", "variants", "tasks")
+EXCLUDE_KEYS = (*CELL_KEYS, "task")  # what a grid's exclude entry may name
 VARIANT_GROUPS = ("app", "agent", "model")
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 
@@ -84,8 +88,12 @@ class GridConfig:
     # keys ([] = as the named files say); every cell runs once per entry.
     variants: list[Any] = field(default_factory=lambda: [[]])
     # Cells to leave out: each entry matches cells on the keys it names (app, model,
-    # agent, level, seed, queries, variant), e.g. {app: routing, agent: zero_shot}.
+    # agent, level, seed, queries, variant, task), e.g. {app: routing, agent: zero_shot}.
     exclude: list[Any] = field(default_factory=list)
+    # Task kinds (pipeline/diagnosis.py): each app's cells once per task, as the variant
+    # app.task=<task>; [] plays each app's configured task. A task an app does not offer
+    # is refused unless an exclude entry names it ({app: malt, task: detect}).
+    tasks: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -138,13 +146,15 @@ def check_choice(group: str, name: str) -> str:
 
 
 def check_overrides(overrides: Sequence[str]) -> None:
-    """Catch unknown group choices in CLI overrides (also comma sweeps) with our wording."""
+    """Catch unknown group choices (also comma sweeps) and unknown keys in CLI overrides,
+    with our wording (pipeline/configkeys.py), before Hydra answers with its own."""
     for item in overrides:
         key, sep, value = item.partition("=")
         key = key.lstrip("+~")
         if sep and key in GROUPS:
             for name in value.split(","):
                 check_choice(key, name.strip().strip("'\""))
+    check_keys(overrides, NetGaugeConfig)
 
 
 _KEYWORDS = {"null", "true", "false", "nan", "inf"}
@@ -190,11 +200,24 @@ def compose_raw(overrides: Sequence[str] = ()) -> DictConfig:
                 config_name="config", overrides=[*searchpath(), *quote_choices(overrides)]
             )
     except (HydraException, OmegaConfBaseException) as err:
+        if "Could not override 'app.task'" in str(err):
+            raise ConfigError(_no_task(overrides)) from err
         raise ConfigError(f"bad configuration override: {_first_line(err)}") from err
     finally:
         if saved is not None:
             GlobalHydra.instance().clear()
             GlobalHydra.instance().initialize(saved)
+
+
+def _no_task(overrides: Sequence[str]) -> str:
+    """Why `app.task=...` cannot be set: the app's config has no task (only mitigate)."""
+    given = dict(o.split("=", 1) for o in overrides if "=" in o)
+    task = given.get("app.task", given.get("+app.task", "?"))
+    app = given.get("app", "the default app")
+    return (
+        f"app.task={task} is not offered by app '{app}': it has no task setting and offers "
+        "only mitigate"
+    )
 
 
 def searchpath() -> list[str]:
@@ -250,11 +273,37 @@ def section(group: str, node: DictConfig) -> DictConfig:
     """Check an app, agent or model section against the schema its `kind` names."""
     kind = node.get("kind", node.get("name"))
     schema = registry.schema(group, str(kind))
+    if group == "app":
+        check_task(str(kind), node.get("task"), schema)
     merged = merge_schema(node, group, schema)
     checker = getattr(OmegaConf.to_object(merged), "validate", None)
     if checker is not None:
         checker()  # the app's own value checks (enums, ranges), before any work
     return merged
+
+
+def has_task(schema: type) -> bool:
+    """Whether an app config schema has the `task` field (apps offering detect/localize)."""
+    return dataclasses.is_dataclass(schema) and any(
+        f.name == "task" for f in dataclasses.fields(schema)
+    )
+
+
+def check_task(kind: str, task: Any, schema: type) -> None:
+    """An app section's `task` (None: not set) against what its app kind offers."""
+    spec = registry.APPS.get(kind)
+    if len(spec.tasks) > 1 and not has_task(schema):
+        raise ConfigError(
+            f"app kind '{kind}' offers the tasks {', '.join(spec.tasks)} but its config "
+            f"schema {schema.__name__} has no 'task' field to choose one"
+        )
+    if task is None:
+        return
+    spec.check_task(str(task))
+    if not has_task(schema):  # mitigate, the only task of an app without the setting
+        raise ConfigError(
+            f"app.task={task}: app kind '{kind}' has no task setting; it offers only mitigate"
+        )
 
 
 def merge_schema(section: Any, prefix: str, schema: type) -> DictConfig:
@@ -288,10 +337,15 @@ def _check_grid(grid: DictConfig) -> None:
         variant_overrides(entry, where=f"grid '{grid.name}': variants entry")
     for entry in grid.exclude:
         keys = set(entry) if isinstance(entry, DictConfig) else set()
-        if not keys or keys - set(CELL_KEYS):
+        if not keys or keys - set(EXCLUDE_KEYS):
             raise ConfigError(
                 f"grid '{grid.name}': exclude entry {to_plain(entry)} must map some of "
-                f"{', '.join(CELL_KEYS)} to a value"
+                f"{', '.join(EXCLUDE_KEYS)} to a value"
+            )
+    for task in grid.tasks:
+        if task not in TASKS:
+            raise ConfigError(
+                f"grid '{grid.name}': tasks holds '{task}'; choose from: {', '.join(TASKS)}"
             )
 
 
@@ -345,6 +399,9 @@ def check_time_limits(turn_timeout_s: float, episode_timeout_s: float) -> None:
 
 def _first_line(err: BaseException) -> str:
     text = str(err).strip()
+    # OmegaConf's "full_key: …", "object_type=…" lines repeat what the message names.
+    noise = ("full_key:", "object_type=", "reference_type=")
     lines = [line.strip() for line in text.splitlines() if line.strip()]
+    lines = [line for line in lines if not line.startswith(noise)]
     # Hydra puts the useful part ("Could not find 'app/mat'", options) over several lines.
     return " ".join(lines[:6]) if lines else type(err).__name__

@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Generic, TypeVar
 
 from pipeline import discovery
+from pipeline.diagnosis import TASKS
 from pipeline.discovery import APP_PATH_ENV, ROOT, app_dirs, conf_dirs
 from pipeline.errors import ConfigError, RegistryError
 
@@ -72,6 +73,17 @@ class AppSpec:
     levels: tuple[int, ...]  # the complexity levels its queries are drawn at
     benches: tuple[BenchSpec, ...] = ()
     package: str = ""  # the package that declared it (set when found)
+    # The task kinds it offers (pipeline/diagnosis.py: TASKS). An app offering more than
+    # mitigate has a `task` field in its config schema and a `vocabulary(level)` method.
+    tasks: tuple[str, ...] = ("mitigate",)
+
+    def __post_init__(self) -> None:
+        unknown = [t for t in self.tasks if t not in TASKS]
+        if unknown or not self.tasks:
+            raise RegistryError(
+                f"app kind '{self.kind}' declares tasks {list(self.tasks)}; each must be one "
+                f"of: {', '.join(TASKS)}"
+            )
 
     def app_class(self) -> Any:
         return _load(self.app, self.package)
@@ -86,6 +98,15 @@ class AppSpec:
         there."""
         benches = tuple(replace(b, package=b.package or package) for b in self.benches)
         return replace(self, package=package, benches=benches)
+
+    def check_task(self, task: str) -> str:
+        """`task` if the app offers it, else the one error every stage gives for it."""
+        if task not in self.tasks:
+            raise ConfigError(
+                f"app.task={task} is not offered by app kind '{self.kind}'; choose one of: "
+                + ", ".join(self.tasks)
+            )
+        return task
 
     def check_level(self, level: int) -> int:
         """`level` if the app defines it, else the one error every stage gives for it."""

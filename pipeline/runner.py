@@ -21,8 +21,9 @@ from typing import Any
 from omegaconf import DictConfig
 from tqdm import tqdm
 
-from pipeline import untrusted
+from pipeline import answers, untrusted
 from pipeline.agents import Agent, Reply, agent_episode
+from pipeline.answers import AnswerSpec
 from pipeline.build import cell_config, layout, make_agent, make_app, run_hash
 from pipeline.cells import Cell, Layout, cell_from_config, data_root
 from pipeline.checkpoint import CellFailed, Checkpoint
@@ -31,7 +32,7 @@ from pipeline.errors import AgentFailure, AgentStopped, EnvironmentFailure, NetG
 from pipeline.generate import read_queries
 from pipeline.llm.models import ModelPool
 from pipeline.plan import read_plan
-from pipeline.play import EpisodeLoop, environment_failure, played
+from pipeline.play import EpisodeLoop, Shown, environment_failure, played
 from pipeline.records import shard_hash, write_shard
 
 log = logging.getLogger(__name__)
@@ -194,7 +195,7 @@ def _play_missing(
                             share.drained.set()
                         if env is None:
                             env = stack.enter_context(app.environment())
-                        results.put(("rows", play(env, agent, query, cell)))
+                        results.put(("rows", play(env, agent, query, cell, app)))
         except BaseException as err:  # handed to the main thread, which re-raises it
             results.put(("error", err))
         finally:
@@ -252,39 +253,40 @@ def _env_error(rows: list[dict[str, Any]]) -> str | None:
     return None
 
 
-def play(env: Environment, agent: Agent, query: Query, cell: Cell) -> list[dict[str, Any]]:
+def play(
+    env: Environment, agent: Agent, query: Query, cell: Cell, app: App | None = None
+) -> list[dict[str, Any]]:
     """One episode; returns its transcript rows. Environment failures become env_error
     steps (whatever a step raised: pipeline/play.py); an agent that cannot reply
     (AgentFailure) a step of its status, which ends the episode (one that stopped by itself
     after acting adds none), and so does an agent whose own code raised on what it got."""
     rows: list[dict[str, Any]] = []
     try:
-        with (
-            played(env, query) as loop,
-            agent_episode(agent, query, loop.max_turns or 0, loop.diagnose) as end,
-        ):
-            while not loop.over:
-                turn = loop.turn + 1
-                started = time.perf_counter()
-                try:
-                    reply = agent.reply(query, loop.observation, list(loop.history), turn)
-                except AgentFailure as err:  # the agent cannot reply any more
+        with played(env, query, answers=answer_spec(app, query)) as loop:
+            with agent_episode(agent, query, loop.max_turns or 0, loop.diagnose) as end:
+                while not loop.over:
+                    turn = loop.turn + 1
+                    started = time.perf_counter()
+                    try:
+                        reply = agent.reply(query, loop.observation, list(loop.history), turn)
+                    except AgentFailure as err:  # the agent cannot reply any more
+                        agent_s = time.perf_counter() - started
+                        end.reason = _agent_ended(rows, query, cell, turn, err, agent_s, loop)
+                        break
+                    except NetGaugeError:  # the environment's or a model server's; a config's
+                        raise
+                    except Exception as err:  # the agent's own code: a typed step, logged
+                        agent_s = time.perf_counter() - started
+                        failed = _agent_raised(err)
+                        end.reason = _agent_ended(rows, query, cell, turn, failed, agent_s, loop)
+                        break
                     agent_s = time.perf_counter() - started
-                    end.reason = _agent_ended(rows, query, cell, turn, err, agent_s)
-                    break
-                except NetGaugeError:  # the environment's or a model server's; a config's
-                    raise
-                except Exception as err:  # the agent's own code: a typed step, traceback logged
-                    agent_s = time.perf_counter() - started
-                    failed = _agent_raised(err)
-                    end.reason = _agent_ended(rows, query, cell, turn, failed, agent_s)
-                    break
-                agent_s = time.perf_counter() - started
-                result = loop.step(reply.text)
-                rows.append(_row(query, cell, turn, reply, result, agent_s))
-            else:
-                end.reason = _why_over(loop)
-            end.observation = loop.observation
+                    result = loop.step(reply.text)
+                    rows.append(_row(query, cell, turn, reply, result, agent_s, loop))
+                else:
+                    end.reason = _why_over(loop)
+                end.observation = loop.observation
+            _late_diagnostics(rows, loop)
     except EnvironmentFailure as err:
         log.error("environment failure in %s: %s", query.query_id, err, exc_info=err)
         rows.append(_env_error_row(query, cell, len(rows) + 1, str(err)))
@@ -303,6 +305,18 @@ def _agent_raised(err: Exception) -> AgentFailure:
     return AgentFailure(f"the agent raised {type(err).__name__}: {err}"[:2000])
 
 
+def answer_spec(app: App | None, query: Query) -> AnswerSpec | None:
+    return answers.answer_spec(app, query) if app is not None else None
+
+
+def _late_diagnostics(rows: list[dict[str, Any]], loop: EpisodeLoop) -> None:
+    """Diagnostics run after the last step (the agent then stopped) join its row."""
+    if rows and loop.pending.diagnostics:
+        rows[-1]["diagnostics"] += loop.pending.diagnostics
+        rows[-1]["diagnostic_bytes"] += loop.pending.diagnostic_bytes
+        loop.pending = Shown()
+
+
 def _why_over(loop: EpisodeLoop) -> str:
     last = loop.steps[-1] if loop.steps else None
     if last is not None and last.status is StepStatus.ENV_ERROR:
@@ -319,6 +333,7 @@ def _agent_ended(
     turn: int,
     err: AgentFailure,
     agent_s: float,
+    loop: EpisodeLoop,
 ) -> str:
     """Record why the agent gave no reply; return the reason shown to it."""
     if isinstance(err, AgentStopped) and rows:
@@ -333,7 +348,7 @@ def _agent_ended(
     ended = StepResult("", status, "", error=reason[:2000], done=True)
     tokens = _tokens(err.calls)
     reply = Reply("", *tokens, calls=err.calls)
-    rows.append(_row(query, cell, turn, reply, ended, agent_s))
+    rows.append(_row(query, cell, turn, reply, ended, agent_s, loop, Shown()))
     return f"{status}: {reason}"
 
 
@@ -353,7 +368,13 @@ def _row(
     reply: Reply,
     result: StepResult,
     agent_s: float,
+    loop: EpisodeLoop | None = None,
+    shown: Shown | None = None,
 ) -> dict[str, Any]:
+    """One transcript row. `shown` defaults to what the loop's last step showed (a step
+    the loop did not play, e.g. the agent's failure, shows nothing)."""
+    if shown is None:
+        shown = loop.shown[-1] if loop is not None and loop.shown else Shown()
     return {
         "query_id": query.query_id,
         **cell.columns(),
@@ -369,6 +390,12 @@ def _row(
         "prompt_tokens": reply.prompt_tokens,
         "completion_tokens": reply.completion_tokens,
         "calls": canonical_json(reply.calls),
+        "answer": canonical_json(result.answer) if result.answer is not None else None,
+        "bytes_out": shown.bytes_out,
+        "diagnostics": shown.diagnostics,
+        "diagnostic_bytes": shown.diagnostic_bytes,
+        "turn_budget": (loop.max_turns or 0) if loop is not None else 0,
+        "read_budget": loop.read_budget if loop is not None else None,
     }
 
 

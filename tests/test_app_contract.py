@@ -127,3 +127,24 @@ def test_a_generated_query_carries_the_id_format(declared):
     assert (query.app, query.level, query.seed, query.index) == (name, level, seed, 0)
     assert query.key and query.operation and query.answer_type and query.prompt
     json.dumps(query.ground_truth)  # stored as JSON
+
+
+def test_the_task_kinds_an_app_offers_are_backed(declared):
+    """An app offering detect or localize has the task setting, a vocabulary at every level
+    (lower-case ids, each with a meaning and a component form) and makes queries of the
+    task it is set to (README "Task kinds")."""
+    from pipeline.config import has_task
+    from pipeline.diagnosis import TASKS, Vocabulary
+
+    spec, name, app = declared
+    assert "mitigate" in spec.tasks and set(spec.tasks) <= set(TASKS)
+    if spec.tasks == ("mitigate",):
+        return
+    assert has_task(spec.config_class())
+    for level in spec.levels:
+        words = app.vocabulary(level)
+        assert isinstance(words, Vocabulary) and all(
+            w.meaning and w.component for w in words.labels
+        )
+    for task in spec.tasks:
+        assert compose([f"app={name}", f"app.task={task}"]).app.task == task

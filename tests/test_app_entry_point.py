@@ -25,6 +25,8 @@ from pipeline.registry import APP_PATH_ENV, APPS
 from tests.conftest import SLOTS, SNAKEMAKE
 from tests.test_app_plugin import TOY_APP, TOY_CONFIG, TOY_GRID, TOY_INIT
 
+TOYNET = ROOT / "tests" / "plugins"  # toynet: the task kinds' pretend network
+
 PYPROJECT = """\
 [build-system]
 requires = ["setuptools"]
@@ -131,8 +133,11 @@ def test_the_installed_app_is_a_gymnasium_environment(installed: Path, tmp_path:
 
 @pytest.mark.integration
 def test_both_ways_of_adding_an_app_run_through_the_dag(installed: Path, tmp_path: Path) -> None:
-    """One sweep (summary and report included) of the installed toy app and of
-    test_app_plugin.py's toy app on $NETGAUGE_APP_PATH, by a grid of that folder's."""
+    """One sweep (summary and report included) of the installed toy app, of
+    test_app_plugin.py's toy app on $NETGAUGE_APP_PATH, by a grid of that folder's, and of
+    tests/plugins' toynet under a `tasks:` axis: each task kind its own variant, scored
+    and reported on its own, the toys' tasks other than mitigate left out by exclude
+    entries (one sweep for all: a sweep costs about a minute here)."""
     plugins = tmp_path / "plugins"
     (plugins / "toy").mkdir(parents=True)
     (plugins / "toy" / "__init__.py").write_text(TOY_INIT)
@@ -140,12 +145,19 @@ def test_both_ways_of_adding_an_app_run_through_the_dag(installed: Path, tmp_pat
     (plugins / "conf" / "app").mkdir(parents=True)
     (plugins / "conf" / "app" / "toy.yaml").write_text(TOY_CONFIG)
     (plugins / "conf" / "grid").mkdir(parents=True)
-    grid = TOY_GRID.replace("toygrid", "toys").replace("[toy]", "[toy, toyep]")
+    grid = TOY_GRID.replace("toygrid", "toys").replace("[toy]", "[toy, toyep, toynet]")
+    grid += "tasks: [mitigate, detect, localize]\nexclude:\n  - {app: toynet, level: 2}\n"
+    grid += "".join(
+        f"  - {{app: {app}, task: {task}}}\n"
+        for app in ("toy", "toyep")
+        for task in ("detect", "localize")
+    )
     (plugins / "conf" / "grid" / "toys.yaml").write_text(grid)
     data = tmp_path / "data"
+    app_path = os.pathsep.join([str(plugins), str(TOYNET)])
     done = subprocess.run(
         [SNAKEMAKE, "--cores", SLOTS, "sweep", "--config", "grid=toys", f"data_dir={data}"],
-        cwd=ROOT, env=_env(installed, app_path=str(plugins)), capture_output=True, text=True,
+        cwd=ROOT, env=_env(installed, app_path=app_path), capture_output=True, text=True,
         timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-4000:]
@@ -155,8 +167,20 @@ def test_both_ways_of_adding_an_app_run_through_the_dag(installed: Path, tmp_pat
                 cell = f"app={app}/model=none/agent={agent}/level={level}/seed=0/queries=4"
                 path = data / "results" / "episodes" / cell / "variant=base" / "part-0.parquet"
                 assert sum(pq.read_table(path).to_pydict()["correct"]) == correct, cell
-    assert (data / "summaries" / "toys.md").is_file()
-    assert (data / "report" / "index.html").is_file()
+    found = {}
+    for path in (data / "results" / "episodes" / "app=toynet").glob("**/part-0.parquet"):
+        rows = pq.read_table(path, partitioning=None).to_pylist()
+        key = (rows[0]["agent"], rows[0]["level"], rows[0]["task"])
+        found[key] = (len(rows), sum(r["correct"] for r in rows), sum(r["score"] for r in rows))
+    for task in ("mitigate", "detect", "localize"):
+        assert found.pop(("oracle", 1, task)) == (4, 4, 4.0)
+        assert found.pop(("null", 1, task)) == (4, 0, 0.0)
+    assert not found
+    summary = (data / "summaries" / "toys.md").read_text()
+    assert " task " in summary and "localize" in summary and " score " in summary
+    page = (data / "report" / "index.html").read_text()
+    assert "<h2>Task kinds</h2>" in page and "balanced_accuracy" in page
+    assert (data / "report" / "tables" / "localization.csv").is_file()
 
 
 def test_a_broken_package_on_the_app_path_leaves_the_other_apps_working(tmp_path: Path) -> None:

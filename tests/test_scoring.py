@@ -66,6 +66,12 @@ def _turn(
         "prompt_tokens": 30 * len(calls) or None,
         "completion_tokens": 10 * len(calls) or None,
         "calls": canonical_json(calls),
+        "answer": None,
+        "bytes_out": 0,
+        "diagnostics": 0,
+        "diagnostic_bytes": 0,
+        "turn_budget": 3,
+        "read_budget": None,
     }
 
 

@@ -57,6 +57,8 @@ def _tables(data: ReportData) -> dict[str, object]:
         "iterations_per_task": data.iterations,
         "call_throughput": data.throughput,
     }
+    for name, (frame, _) in data.kinds.items():
+        tables[name] = frame
     for study in data.studies:
         tables[f"study_{study.app}_agents"] = study.per_agent
         tables[f"study_{study.app}_pairs"] = study.pairs

@@ -2,7 +2,8 @@
 
 Every device and every switch is a Mininet node in namespaces of its own (switches too:
 `inNamespace=True`), so nothing lands in the root namespace and the root firewall never
-sees the lab's traffic. Node names are `<prefix><device>` / `<prefix><domain>` (see
+sees the lab's traffic. A direct domain (Lab.direct) is one veth pair between its two
+devices' nodes, with no switch node. Node names are `<prefix><device>` / `<prefix><domain>` (see
 instances.py); interface names are the lab's (`r0-eth1`) on devices and `p<k>` on
 switches.
 
@@ -75,11 +76,20 @@ class MininetEmulator(NamespaceEmulator):
             switches = {
                 domain: net.addSwitch(self.prefix + domain, dpid=f"{k:x}", inNamespace=True)
                 for k, domain in enumerate(lab.domains, 1)
+                if domain not in lab.direct
             }
             ports = dict.fromkeys(switches, 0)
+            first_end: dict[str, tuple[object, str]] = {}  # direct domain -> its first end
             for device in lab.devices:
                 node = self._nodes[device.name] = net.addHost(self.prefix + device.name, ip=None)
                 for intf in device.interfaces:
+                    if intf.domain in lab.direct:  # one veth pair, made at its second end
+                        if intf.domain not in first_end:
+                            first_end[intf.domain] = (node, intf.name)
+                            continue
+                        peer, name = first_end.pop(intf.domain)
+                        net.addLink(peer, node, intfName1=name, intfName2=intf.name)
+                        continue
                     ports[intf.domain] += 1
                     port = f"p{ports[intf.domain]}"
                     net.addLink(switches[intf.domain], node, intfName1=port, intfName2=intf.name)

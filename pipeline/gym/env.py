@@ -22,7 +22,10 @@ the generate stage uses (query i needs queries 0..i-1 drawn first, for the keys 
 Reward (configurable with `Reward`): `solved` (+1) when the scorer accepts the episode as
 it ends, `unsafe_step` (−1) for each step the scorer judges unsafe, `failed` (0) when the
 episode ends unsolved, and `step` (0) on every step. `info` holds `correct`, `safe` (the
-verdict of the steps so far), `turn`, `outcome`, `status`, `error` and `query_id`.
+verdict of the steps so far), `score` (its real-valued score: localize's, else 1 or 0),
+`turn`, `turns_left`, `read_left` (bytes; None without a read budget), `bytes_read`,
+`task`, `outcome`, `status`, `error` and `query_id`. A detect or localize episode ends
+with its answer (pipeline/answers.py: the play loop reads it).
 
 An environment failure (a crashed emulator, or anything else a step raised while the app
 played the action: pipeline/play.py) raises `EnvironmentFailure` and ends the episode, whose
@@ -41,6 +44,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from pipeline.answers import answer_spec
 from pipeline.build import make_app
 from pipeline.config import compose
 from pipeline.core import App, Query, StepStatus
@@ -178,7 +182,9 @@ class NetGaugeEnv(gym.Env[str, str]):
         if self._env is None:
             self._env = self.app.environment()
             self._env.__enter__()
-        opening = played(self._env, query, self.max_turns or None)
+        opening = played(
+            self._env, query, self.max_turns or None, answers=answer_spec(self.app, query)
+        )
         try:
             self._loop = opening.__enter__()
         except Exception as err:  # a failure of the environment, whatever it raised
@@ -212,6 +218,11 @@ class NetGaugeEnv(gym.Env[str, str]):
             "turn": turn,
             "correct": bool(verdict.correct),
             "safe": bool(verdict.safe),
+            "score": verdict.score if verdict.score is not None else float(verdict.correct),
+            "task": self._query.task,
+            "turns_left": max(0, (loop.max_turns or 0) - turn),
+            "read_left": loop.read_left,
+            "bytes_read": loop.bytes_read,
             "outcome": str(verdict.outcome),
             "status": str(result.status),
             "error": result.error,
@@ -246,6 +257,11 @@ class NetGaugeEnv(gym.Env[str, str]):
     @property
     def reward_config(self) -> dict[str, float]:
         return asdict(self.reward_scheme)
+
+    @property
+    def loop(self) -> EpisodeLoop | None:
+        """The episode being played (its steps, budgets and what they showed)."""
+        return self._loop
 
     @property
     def current_query(self) -> Query | None:
