@@ -1,5 +1,6 @@
 """The pure parts of warm FRR labs: configuration differences, routes read over netlink,
-the timer-refresh proof of a quiet routing state, and validation ahead (same queries)."""
+the timer-refresh proof of a quiet routing state, validation ahead (same queries), and the
+pool's two ways of resetting a reused lab (by difference, or the cold restart)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,16 @@ import struct
 import threading
 import time
 
+import pytest
+
 from emulators import routes
 from generators.lab.frr import confdiff
+from generators.lab.frr.pool import WarmPool
 from generators.lab.frr.reading import BgpPeer, OspfNeighbour, Reading
+from generators.routing.config import RoutingConfig
 from generators.routing.frr.ahead import Ahead
 from generators.routing.frr.topology import FrrTopology
-from pipeline.errors import EnvironmentFailure
+from pipeline.errors import ConfigError, EnvironmentFailure
 
 
 def test_confdiff_reads_contexts_and_undoes_lines():
@@ -156,3 +161,44 @@ def test_validating_ahead_gives_the_same_outcomes_in_any_order():
     with Ahead(lambda t, f: validate(t, [x.name for x in f]), workers=1) as alone:
         alone.schedule([(topo, [F("e")])])  # one worker: nothing runs ahead
         assert alone.result(topo, [F("e")]) == "outcome of e" and alone.used == 0
+
+
+class _Lab:
+    """A stand-in WarmLab (our own boundary): records which reset a lease asked for."""
+
+    def __init__(self, spec: FrrTopology) -> None:
+        self.spec, self.used, self.calls = spec, False, []
+
+    def __enter__(self) -> _Lab:
+        self.calls.append("build")
+        return self
+
+    def restore(self) -> float:
+        self.calls.append("restore")
+        return 0.0
+
+    def restart(self) -> None:
+        self.calls.append("restart")
+
+    def close(self) -> None:
+        self.calls.append("close")
+
+
+@pytest.mark.parametrize(("mode", "reset"), [("diff", "restore"), ("restart", "restart")])
+def test_a_reused_lab_is_reset_the_way_its_pool_says(mode, reset):
+    topo = FrrTopology(4, 3)
+    with WarmPool(_Lab, f"units:{mode}", restore=mode) as pool:
+        with pool.use(topo) as first:
+            pass
+        with pool.use(topo) as again:
+            assert again is first
+    assert first.calls == ["build", reset, "close"]
+    assert pool.builds == 1
+
+
+def test_a_wrong_restore_mode_fails_before_any_lab():
+    with pytest.raises(ValueError, match="'diff' or 'restart'"):
+        WarmPool(_Lab, "units", restore="cold")
+    cfg = RoutingConfig(frr_restore="cold")
+    with pytest.raises(ConfigError, match=r"app\.frr_restore must be one of \['diff', 'restart'\]"):
+        cfg.validate()

@@ -7,7 +7,8 @@ and fix commands), config, prompt (task text, reply parsing), generator (seeded 
 validated on a live network, keyed by topology and faults), capacity (distinct queries
 per level, by formula), environment (topology pool, episodes), scoring (pure, from
 step evidence), app (the pipeline.core.App), bench (timings). Levels 4 and 5 run OSPF
-(and eBGP) on FRR routers in a chain: generators/routing/frr/ (bench_levels: their figures).
+(and eBGP) on FRR routers in a chain: generators/routing/frr/ (bench_levels: their figures;
+bench_warm: warm labs against the cold path).
 """
 
 from pipeline.api import AppSpec, BenchSpec
@@ -32,5 +33,6 @@ APP = AppSpec(
     benches=(
         BenchSpec("routing", ".bench:run_all", default=True),
         BenchSpec("routing_levels", ".bench_levels:run_levels"),
+        BenchSpec("routing_warm", ".bench_warm:run_warm"),
     ),
 )

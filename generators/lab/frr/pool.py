@@ -3,8 +3,10 @@
 An owner (a query generator, an app's environment) leases the lab of a definition for one
 use and gives it back; the next lease of the same definition, by this owner or another one
 in the process, restores it (WarmLab.restore: by configuration difference, proven clean)
-instead of building it again. So the query a Gym environment generates first is played on
-the lab it was validated on, and a validity run's generation and episodes share labs.
+instead of building it again; with `restore="restart"` it takes the cold path instead
+(WarmLab.restart: its daemons restarted, equally proven), for comparisons. So the query a
+Gym environment generates first is played on the lab it was validated on, and a validity
+run's generation and episodes share labs.
 
     with WarmPool(factory, key) as pool:       # factory(spec) -> an unentered WarmLab
         with pool.use(spec) as lab:            # restored if it was used; healthy, proven
@@ -90,9 +92,14 @@ SHELF = _Shelf()
 class WarmPool:
     """See the module docstring."""
 
-    def __init__(self, factory: Callable[[FrrSpec], WarmLab], key: str) -> None:
+    def __init__(
+        self, factory: Callable[[FrrSpec], WarmLab], key: str, restore: str = "diff"
+    ) -> None:
+        if restore not in ("diff", "restart"):
+            raise ValueError(f"WarmPool restore must be 'diff' or 'restart', got {restore!r}")
         self._factory = factory
         self.key = key
+        self.restore = restore
         self._leased: dict[int, WarmLab] = {}
         self._lock = threading.Lock()  # leases come from several threads (validators)
         self.builds = 0
@@ -133,7 +140,7 @@ class WarmPool:
         lab = SHELF.take(key)
         if lab is not None and lab.used:
             try:
-                lab.restore()
+                lab.restart() if self.restore == "restart" else lab.restore()
             except BaseException as err:  # whatever the restore raised: never reused
                 lab.close()
                 if not isinstance(err, Exception):

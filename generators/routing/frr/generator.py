@@ -57,12 +57,12 @@ def draw(
 
 def frr_pool(cfg: Any) -> WarmPool:
     """A pool of warm FRR labs for `cfg` (generators/lab/frr/pool.py): labs built with the
-    same probe and command settings are shared by every pool of the process."""
+    same probe, command and restore settings are shared by every pool of the process."""
     key = (
         f"routing:{cfg.probe.timeout_ms}:{cfg.probe.retries}:{','.join(cfg.probe.protocols)}:"
-        f"{cfg.command.timeout_s}:{cfg.command.output_bytes}"
+        f"{cfg.command.timeout_s}:{cfg.command.output_bytes}:{cfg.frr_restore}"
     )
-    return WarmPool(lambda topo: FrrLab(topo, cfg), key)
+    return WarmPool(lambda topo: FrrLab(topo, cfg), key, restore=cfg.frr_restore)
 
 
 def _fix(lab: FrrLab, faults: list[Fault]) -> list[dict[str, str]] | str:
