@@ -26,10 +26,12 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pipeline import cgroup
 from pipeline.errors import EnvironmentFailure
 
 BWRAP = "bwrap"
@@ -142,3 +144,16 @@ def library_binds() -> list[str]:
         if os.path.isdir(path) and not os.path.islink(path):
             out.append(path)
     return out
+
+
+@contextmanager
+def joined_cgroup(label: str, memory_bytes: int, pids: int) -> Iterator[list[str]]:
+    """A host argv prefix that joins a fresh memory and pids cgroup (none where the machine
+    gives no cgroups), for the block's duration: how a one-shot jail's command is bounded.
+    The cgroup, and anything left in it, is gone after the block."""
+    group = cgroup.MemoryCgroup.create(label, memory_bytes, pids=pids)
+    try:
+        yield group.join_prefix() if group is not None else []
+    finally:
+        if group is not None:
+            group.remove()

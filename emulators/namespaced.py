@@ -7,7 +7,9 @@ sysctls, startup commands: one shell script per device), reachability, and snaps
 reset (state dumps and verified restores: emulators/state.py). A backend implements
 `build` (create the devices, then `_configure`), `_shell` (one script per device in its
 namespace, all at once), `_run_capped` (an agent's argv in a device, no shell), `stop`
-(tear down, then `_forget`), `cleanup_stale` and `leftovers`.
+(tear down, then `_forget`), `cleanup_stale` and `leftovers`. Jailed agent commands run
+through `run_jailed`: forked by the lab's persistent jails (emulators/zygote, one per
+kind of root), which stop with the lab.
 
 IPv6 is disabled in every device: the lab is IPv4 and IPv6 chatter is noise.
 Traffic checks run in this process (emulators/probe.py): sockets opened in each device's
@@ -37,6 +39,8 @@ from emulators.base import CommandResult, Device, Lab, Reachability
 from emulators.instances import Instance
 from emulators.probe import Flow, Prober
 from emulators.setns import open_netns
+from emulators.zygote.client import Zygote
+from emulators.zygote.spec import Root, Turn
 from pipeline.errors import EnvironmentFailure
 
 log = logging.getLogger(__name__)
@@ -83,6 +87,7 @@ class NamespaceEmulator(ABC):
         self._dirty: set[str] = set()
         self._scripts = self._state_dir
         self._ns_fds: dict[str, int] = {}  # lab device name -> a descriptor of its namespace
+        self._zygotes: dict[Root, Zygote] = {}  # the lab's persistent jails, made on first use
         self.prober = Prober(self._ns_fds, timeout_s=probe_timeout_ms / 1000, retries=probe_retries)
 
     # -- what a backend implements -----------------------------------------------------
@@ -181,6 +186,8 @@ class NamespaceEmulator(ABC):
     def _forget(self) -> None:
         """Drop the lab's bookkeeping, the script folder and the prefix (end of stop)."""
         self._net = None
+        while self._zygotes:
+            self._zygotes.popitem()[1].close()
         for fd in self._ns_fds.values():
             os.close(fd)
         self._ns_fds.clear()
@@ -236,6 +243,34 @@ class NamespaceEmulator(ABC):
         results = self.prober.probe(flows)
         self._check_alive()  # a lab that lost a node meanwhile is judged by no probe
         return results
+
+    def run_jailed(
+        self,
+        device: str,
+        root: Root,
+        turn: Turn,
+        *,
+        timeout_s: float,
+        output_bytes: int,
+    ) -> CommandResult:
+        """Run `turn` on `device`, forked by the lab's persistent jail for `root` (started on
+        first use, stopped with the lab); as `run` otherwise."""
+        lab = self._running()
+        if device not in self._nodes:
+            raise EnvironmentFailure(f"lab {lab.name} has no device {device!r}")
+        self._dirty.add(device)
+        zygote = self._zygotes.get(root)
+        if zygote is None:
+            zygote = self._zygotes[root] = Zygote(root, name=f"{self.prefix} lab")
+        self._check_alive()
+        result = zygote.run(
+            turn,
+            net_fd=self._ns_fds[device],
+            timeout_s=timeout_s,
+            output_bytes=output_bytes,
+        )
+        self._check_alive()  # a device that died meanwhile makes the result meaningless
+        return result
 
     # -- snapshot and reset ------------------------------------------------------------
     def _dump(

@@ -21,7 +21,9 @@ starts a `tests.hostwatch.Tracker`, which follows from the kernel every process 
 descends from this test process (through setsid, double forks, namespaces, other uids) and
 every file those processes create, delete, move or write. A process difference is kept
 when the process is (or was) one of them, a file difference when one of them touched that
-path; other users' processes and files under /tmp come and go unseen. The network,
+path; other users' processes and files under /tmp come and go unseen. A named network
+namespace is a file under /run/netns: the tracker watches /run too, and a namespace that
+came or went is kept when one of our processes touched its file. The rest of the network,
 sysctls and kernel modules are compared whole. As root on a kernel with the proc connector
 and fanotify (CI's); elsewhere, and if the kernel dropped events, everything is compared,
 as before: then run the suites on a quiet machine.
@@ -55,6 +57,8 @@ VOLATILE_KEYS = frozenset(
     }
 )
 FILE_TOPS = ("/tmp", "/root", "/etc")
+NETNS_DIR = "/run/netns"  # `ip netns add` makes a file here; watched, not compared as files
+WATCHED = (*FILE_TOPS, "/run")  # the tracker's file systems
 # The test run's own scratch space and caches it may fill: pytest's basetemp, Python's
 # bytecode caches, and the journal of tools the tests themselves call.
 IGNORED_FILES = ("/tmp/pytest-of-", "/root/.cache/", "/root/.config/matplotlib")
@@ -70,7 +74,6 @@ NETWORK_COMMANDS = {
     "nftables": ["nft", "list", "ruleset"],
     "iptables": ["iptables-save"],
     "ip6tables": ["ip6tables-save"],
-    "netns": ["ip", "netns", "list"],
 }
 # Counters and timers in `ip -j -d link` output that move with traffic or time.
 _LINK_NOISE = ("stats", "stats64", "linkinfo_data_stats")
@@ -79,6 +82,7 @@ _LINK_NOISE = ("stats", "stats64", "linkinfo_data_stats")
 @dataclass
 class HostState:
     network: dict[str, str] = field(default_factory=dict)
+    netns: dict[str, str] = field(default_factory=dict)  # name -> `ip netns list` line
     sysctls: dict[str, str] = field(default_factory=dict)
     files: dict[str, tuple] = field(default_factory=dict)
     processes: dict[tuple[int, int], tuple[int, str]] = field(default_factory=dict)
@@ -91,7 +95,7 @@ _tracker: list[Tracker | None] = []  # the session's, started by the first snaps
 
 def tracker() -> Tracker | None:
     if not _tracker:
-        _tracker.append(Tracker.start(FILE_TOPS))
+        _tracker.append(Tracker.start(WATCHED))
     return _tracker[0]
 
 
@@ -206,6 +210,7 @@ def snapshot(watch: Tracker | None = None) -> HostState:
     watching = watch or tracker()  # started before anything it must see
     return HostState(
         network={name: _run(argv) for name, argv in NETWORK_COMMANDS.items()},
+        netns=_named_netns(),
         sysctls=_sysctls(),
         files=_files(),
         processes=_processes(),
@@ -239,16 +244,26 @@ def diff(before: HostState, after: HostState) -> list[str]:
     watch = before.tracker
     ours_file: Callable[[Any], bool] | None = None
     ours_process: Callable[[Any], bool] | None = None
+    ours_netns: Callable[[Any], bool] | None = None
     if watch is not None and not watch.lost:
-        ours_file = watch.paths().__contains__
+        touched = watch.paths()
+        ours_file = touched.__contains__
         ours_process = watch.pid_of_ours
+        ours_netns = lambda name: os.path.join(NETNS_DIR, name) in touched  # noqa: E731
     return [
         *_diff_maps("network", before.network, after.network),
+        *_diff_maps("netns", before.netns, after.netns, keep=ours_netns),
         *_diff_maps("sysctl", before.sysctls, after.sysctls),
         *_diff_maps("file", before.files, after.files, keep=ours_file),
         *_diff_maps("process", before.processes, after.processes, keep=ours_process),
         *_diff_maps("module", _lines(before.modules), _lines(after.modules)),
     ]
+
+
+def _named_netns() -> dict[str, str]:
+    """The named network namespaces, by name (`ip netns list` lines: `name (id: N)`)."""
+    text = _run(["ip", "netns", "list"])
+    return {line.split()[0]: line for line in text.splitlines() if line.strip()}
 
 
 def _lines(text: str) -> dict[str, bool]:

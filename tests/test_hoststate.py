@@ -58,11 +58,13 @@ def test_the_kernel_modules_are_in_the_snapshot():
 
 
 # A user of the machine who is not the project: it writes and deletes files under /tmp and
-# starts and stops processes, all the time. Detached (double fork, setsid) before the
-# tracker starts, so nothing it does descends from the test run.
+# starts and stops processes, all the time, and adds a named network namespace once the
+# trigger file exists. Detached (double fork, setsid) before the tracker starts, so nothing
+# it does descends from the test run.
 NOISE = """
 import os, subprocess, sys, time
-folder, pids = sys.argv[1], sys.argv[2]
+folder, pids, trigger = sys.argv[1], sys.argv[2], sys.argv[3]
+added = False
 if os.fork():
     sys.exit(0)
 os.setsid()
@@ -75,23 +77,26 @@ for i in range(600):
     if i % 3 == 0:
         os.unlink(f"{folder}-{(i + 3) % 7}") if os.path.exists(f"{folder}-{(i + 3) % 7}") else None
     subprocess.Popen(["sleep", "0.3"])
+    if not added and os.path.exists(trigger):
+        added = not subprocess.run(["ip", "netns", "add", os.path.basename(folder)]).returncode
     time.sleep(0.05)
 """
 
 
 @pytest.mark.integration
 def test_the_projects_changes_are_caught_while_another_user_churns_tmp_and_processes(tmp_path):
-    """Strict against the project, silent about others: a file under /tmp left by a jailed
-    command and a process left behind (detached with setsid) are the diff's only lines,
-    while an unrelated process writes files under /tmp and starts and stops processes."""
+    """Strict against the project, silent about others: a named namespace, a file under /tmp
+    left by a jailed command and a process left behind (detached with setsid) are the diff's
+    only lines, while an unrelated process writes files under /tmp, starts and stops
+    processes and adds a named namespace."""
     require_root("the tracker reads the kernel's fork and file events (root)")
     from emulators.jail import Jail, library_binds
     from tests.hostwatch import Tracker
 
     token = secrets.token_hex(4)
     noise = f"/tmp/ngh-noise-{token}"
-    pids = tmp_path / "noise.pid"
-    subprocess.run([sys.executable, "-c", NOISE, noise, str(pids)], check=True)
+    pids, trigger = tmp_path / "noise.pid", tmp_path / "trigger"
+    subprocess.run([sys.executable, "-c", NOISE, noise, str(pids), str(trigger)], check=True)
     for _ in range(200):
         if pids.exists() and pids.read_text():
             break
@@ -100,7 +105,8 @@ def test_the_projects_changes_are_caught_while_another_user_churns_tmp_and_proce
     left = Path(f"/tmp/ngh-left-{token}")
     left.mkdir()
     leftover = None
-    watch = Tracker.start(hoststate.FILE_TOPS)
+    ours = f"ngh-left-{token}"
+    watch = Tracker.start(hoststate.WATCHED)
     require(watch is not None, "the kernel has no proc connector or fanotify")
     try:
         before = hoststate.snapshot(watch)
@@ -111,22 +117,33 @@ def test_the_projects_changes_are_caught_while_another_user_churns_tmp_and_proce
             capture_output=True, text=True, check=True,
         )  # fmt: skip
         leftover = int(started.stdout)
+        subprocess.run(["ip", "netns", "add", ours], check=True)
+        trigger.touch()  # the other user adds its namespace now
+        for _ in range(600):
+            if os.path.basename(noise) in hoststate._named_netns():
+                break
+            time.sleep(0.05)
         time.sleep(1.0)  # the other user keeps going meanwhile
         after = hoststate.snapshot(watch)
         got = hoststate.diff(before, after)
         files = hoststate._diff_maps("file", before.files, after.files, 10**6)
         processes = hoststate._diff_maps("process", before.processes, after.processes, 10**6)
+        spaces = hoststate._diff_maps("netns", before.netns, after.netns, 10**6)
     finally:
         for pid in (noise_pid, leftover):
             if pid is not None:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
+        for name in (ours, os.path.basename(noise)):
+            subprocess.run(["ip", "netns", "del", name], capture_output=True, check=False)
         for path in Path("/tmp").glob(f"ngh-*-{token}*"):
             shutil.rmtree(path) if path.is_dir() else path.unlink()
         watch.close()
     assert any(noise in line for line in files)  # the other user did change the host
     assert any("sleep 0.3" in line for line in processes)
+    assert any(os.path.basename(noise) in line for line in spaces)
     assert [line.split(" = ")[0] for line in got] == [
+        f"netns new: {ours}",
         f"file new: {left}/left-by-the-jail",
         f"process new: ({leftover}, {after_start(after, leftover)})",
     ], got

@@ -12,8 +12,8 @@ What kubectl can touch is decided by the operating system (`Kubectl.run`):
     the editor of `kubectl edit`, `diff` for `kubectl diff`, the libraries these two load, a
     read-only kubeconfig with the cluster's token, the files sent with the command and an
     empty HOME and /tmp that vanish with it; KUBERC=off;
-  - in a memory and pids cgroup, with a timeout and an output cap read as a stream; its
-    pid namespace dies with it, so nothing it starts outlives the command.
+  - in a memory and pids cgroup of its own, with a timeout and an output cap read as a
+    stream; its pid namespace dies with it, so nothing it starts outlives the command.
 The flags are checked by `flags.check` as a second line, reading them as kubectl does.
 """
 
@@ -29,10 +29,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from emulators import process
 from emulators.jail import Jail
 from emulators.k8s import flags
 from emulators.k8s.flags import Refused
+from emulators.zygote.client import Zygote
+from emulators.zygote.spec import Root, Turn
 from pipeline import cgroup
 from pipeline.errors import EnvironmentFailure
 from pipeline.files import replacing
@@ -51,6 +52,17 @@ JAIL_MEMORY_BYTES = 512 << 20
 JAIL_PIDS = 256  # tasks, threads included (the Go runtime starts a dozen)
 TOOLS = {"cp": "/usr/bin/cp", "diff": "/usr/bin/diff"}  # the editor, kubectl diff's differ
 STAGE_DIR = Path("/var/lib/netgauge/jail")  # binaries the jail's uid can reach (0755 path)
+ENV = {
+    "PATH": "/ngk/bin",
+    "HOME": "/ngk/home",
+    "KUBECONFIG": "/ngk/kubeconfig",
+    "KUBECACHEDIR": "/ngk/cache",
+    "KUBERC": "off",
+    "KUBE_EDITOR": "/ngk/bin/cp /ngk/stdin",  # no quotes: run without a shell
+    "KUBECTL_INTERACTIVE_DELETE": "false",
+    "TMPDIR": "/tmp",
+    "LANG": "C.UTF-8",
+}
 
 
 @dataclass
@@ -241,34 +253,44 @@ class Kubectl:
         (home / "stdin").touch()
         self.cache = home / "cache"
         self._warm_cache()
-        self.cgroup = cgroup.MemoryCgroup.create("kubectl", JAIL_MEMORY_BYTES, pids=JAIL_PIDS)
+        binds = [
+            (staged(binary), "/ngk/bin/kubectl"),
+            *[(path, f"/ngk/bin/{name}") for name, path in TOOLS.items()],
+            *shared_libraries(TOOLS.values()),
+            (str(self.kubeconfig), "/ngk/kubeconfig"),
+            (str(self.cache), "/ngk/cache"),
+        ]
+        # The same jail twice: as one bubblewrap command line, and the root each command
+        # is forked onto (its scratch folder and stdin bound from `home` per command).
         self.jail = Jail(
             ro_binds=[
-                (staged(binary), "/ngk/bin/kubectl"),
-                *[(path, f"/ngk/bin/{name}") for name, path in TOOLS.items()],
-                *shared_libraries(TOOLS.values()),
-                (str(self.kubeconfig), "/ngk/kubeconfig"),
+                *binds,
                 (str(home / "stdin"), "/ngk/stdin"),
                 (str(home / "work"), "/ngk/work"),
-                (str(self.cache), "/ngk/cache"),
             ],
             tmpfs=("/tmp", "/ngk/home"),
             uid=JAIL_UID,
-            env={
-                "PATH": "/ngk/bin",
-                "HOME": "/ngk/home",
-                "KUBECONFIG": "/ngk/kubeconfig",
-                "KUBECACHEDIR": "/ngk/cache",
-                "KUBERC": "off",
-                "KUBE_EDITOR": "/ngk/bin/cp /ngk/stdin",  # no quotes: run without a shell
-                "KUBECTL_INTERACTIVE_DELETE": "false",
-                "TMPDIR": "/tmp",
-                "LANG": "C.UTF-8",
-            },
+            env=ENV,
             cwd="/ngk/work",
             hostname="kubectl",
             proc=False,  # kubectl needs no /proc; the jail then shows no process at all
         )
+        self.root = Root(
+            ro_binds=tuple(binds),
+            stages=((str(home), "home"),),
+            targets=(("d", "/ngk/work"), ("f", "/ngk/stdin"), ("d", "/tmp"), ("d", "/ngk/home")),
+            hostname="kubectl",
+            proc=False,
+            tmpfs=("/tmp", "/ngk/home", "/dev/shm"),
+            uid=JAIL_UID,
+            env=tuple(ENV.items()),
+            cwd="/ngk/work",
+            label="kubectl",
+            memory_bytes=JAIL_MEMORY_BYTES,
+            pids=JAIL_PIDS,
+        )
+        self._net = os.open(netns or "/proc/self/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+        self._zygote: Zygote | None = None
         self._self_test()
 
     def _self_test(self) -> None:
@@ -309,26 +331,32 @@ class Kubectl:
             path.chmod(0o755 if path.is_dir() else 0o644)
 
     def close(self) -> None:
-        if self.cgroup is not None:
-            self.cgroup.remove()
-            self.cgroup = None
+        if self._zygote is not None:
+            self._zygote.close()  # and every command's cgroup
+            self._zygote = None
+        if self._net >= 0:
+            os.close(self._net)
+            self._net = -1
 
-    def _reap(self) -> None:
-        """Nothing a command started outlives it: kill what is left in its cgroup. The
-        jail's last tasks are usually still exiting (the kernel tears the pid namespace
-        down after its first process); a short wait for them is cheaper than a kill loop."""
-        if self.cgroup is None:
-            return
-        deadline = time.monotonic() + 0.05
-        while self.cgroup.pids() and time.monotonic() < deadline:
-            time.sleep(0.0005)
-        self.cgroup.kill_all()
+    @property
+    def cgroup(self) -> cgroup.MemoryCgroup | None:
+        """The memory and pids cgroup of the running command, else of the last one."""
+        return self._zygote.cgroup if self._zygote is not None else None
 
-    def argv(self, cmd: Command) -> list[str]:
-        """The trusted command line that runs `cmd` jailed in the API server's namespace."""
+    def argv(self, cmd: Command, group: cgroup.MemoryCgroup | None = None) -> list[str]:
+        """The one-shot command line that runs `cmd` in the same jail (`jail`), in
+        `group`: what the cluster's persistent jail is checked against."""
         enter = ["nsenter", f"--net={self.netns}"] if self.netns is not None else []
-        joined = self.cgroup.join_prefix() if self.cgroup is not None else []
+        joined = group.join_prefix() if group is not None else []
         return [*joined, *enter, *self.jail.argv(["kubectl", *cmd.argv])]
+
+    def turn(self, cmd: Command) -> Turn:
+        """`cmd` as a command of the cluster's persistent jail."""
+        return Turn(
+            argv=("kubectl", *cmd.argv),
+            exe="/ngk/bin/kubectl",
+            binds=(("home/work", "/ngk/work"), ("home/stdin", "/ngk/stdin")),
+        )
 
     def run(self, cmd: Command) -> Result:
         """Run an already-checked command in a fresh scratch folder."""
@@ -347,18 +375,21 @@ class Kubectl:
             stdin.chmod(0o644)
         except OSError as err:
             raise EnvironmentFailure(f"cannot stage the command's files: {err}") from err
-        kills = self.cgroup.oom_kills() if self.cgroup is not None else 0
         started = time.perf_counter()
+        if self._zygote is None:
+            self._zygote = Zygote(self.root, name="kubectl")
         with stdin.open("rb") as source:
-            proc = process.start(self.argv(cmd), stdin=source)
-        got = process.collect(
-            proc, cmd.argv, timeout_s=self.timeout_s, output_bytes=self.output_bytes
-        )
+            got = self._zygote.run(
+                self.turn(cmd),
+                net_fd=self._net,
+                timeout_s=self.timeout_s,
+                output_bytes=self.output_bytes,
+                stdin=source.fileno(),
+            )
         seconds = time.perf_counter() - started
-        oom = False
-        if self.cgroup is not None:
-            oom = self.cgroup.oom_kills() > kills
-        self._reap()
+        # Its own cgroup: empty now (the report comes once its pid namespace is gone).
+        group = self.cgroup
+        oom = group is not None and group.oom_kills() > 0
         text = got.output.rstrip()
         if got.timed_out:
             text += f"\n[kubectl was stopped after {self.timeout_s:g} s]"

@@ -19,9 +19,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from emulators.base import CommandResult, Emulator
+from emulators.jail import Jail, joined_cgroup
 from emulators.netcmd import budget, confine, kinds, vtysh
 from emulators.netcmd.policy import check
-from pipeline import cgroup
+from emulators.zygote.spec import Root, Turn
 from pipeline.core import StepStatus
 
 
@@ -100,14 +101,9 @@ class CommandSandbox:
             watched, why = budget.watch(self._netns(machine), checked.argv, checked.writes)
             if why:
                 return SandboxResult(Status.LIMIT, machine, command, reason=why, output=why)
-        with confine.confined(checked.argv, checked.argv[:1], checked.writes) as (prefix, argv):
-            result = self.emulator.run(
-                machine,
-                argv,
-                timeout_s=self.timeout_s,
-                output_bytes=self.output_bytes,
-                host_prefix=prefix,
-            )
+        turn = confine.lab_turn(checked.argv, checked.writes)
+        oneshot = confine.jail(checked.argv[:1], checked.writes)
+        result = self._jailed(machine, confine.lab_root(), turn, oneshot)
         done = self._result(machine, command, replace(result, argv=checked.argv))
         why = budget.settle(watched) if watched is not None else None
         if why:  # it ran, and what it added is gone again
@@ -127,20 +123,27 @@ class CommandSandbox:
             if why:
                 return SandboxResult(Status.LIMIT, machine, command, reason=why, output=why)
         inner = vtysh.argv(argv[0], checked)
-        group = cgroup.MemoryCgroup.create("labcmd", confine.MEMORY_BYTES, pids=confine.PIDS)
-        try:
-            prefix = group.join_prefix() if group is not None else []
-            result = self.emulator.run(
+        root = vtysh.zygote_root(argv[0], self.vty_dirs, confine.MEMORY_BYTES, confine.PIDS)
+        turn = vtysh.zygote_turn(inner, self.vty_dirs, machine)
+        result = self._jailed(machine, root, turn, vtysh.jail(argv[0], vty_dir))
+        return self._result(machine, command, replace(result, argv=argv))
+
+    def _jailed(self, machine: str, root: Root, turn: Turn, oneshot: Jail) -> CommandResult:
+        """Run `turn` jailed on `machine`, in a memory and pids cgroup of its own: forked
+        from the lab's jail for `root`, or in `oneshot` (the same jail, made afresh)."""
+        run_jailed = getattr(self.emulator, "run_jailed", None)
+        if run_jailed is not None:
+            return run_jailed(
+                machine, root, turn, timeout_s=self.timeout_s, output_bytes=self.output_bytes
+            )
+        with joined_cgroup(root.label, root.memory_bytes, root.pids) as prefix:
+            return self.emulator.run(
                 machine,
-                vtysh.jail(argv[0], vty_dir).argv(inner),
+                oneshot.argv(turn.argv),
                 timeout_s=self.timeout_s,
                 output_bytes=self.output_bytes,
                 host_prefix=prefix,
             )
-        finally:
-            if group is not None:
-                group.remove()
-        return self._result(machine, command, replace(result, argv=argv))
 
     def _result(self, machine: str, command: str, result: CommandResult) -> SandboxResult:
         output, reason = result.output, None

@@ -23,11 +23,13 @@ Any word holding `/` must be an IPv4 prefix (no paths).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from emulators.jail import Jail, library_binds
 from emulators.netcmd import getopt
+from emulators.zygote.spec import Root, Turn
 from pipeline.untrusted import argv_refusal
 
 SHORTS = "be:c:d:nf:H:mEhCwN:ut"
@@ -291,6 +293,37 @@ def jail(path: str, router_dir: str) -> Jail:
         gid=vty_gid,
         env={"PATH": "/usr/bin", "HOME": "/tmp"},
         hostname=Path(router_dir).name,
+    )
+
+
+def zygote_root(path: str, vty_dirs: Mapping[str, str], memory_bytes: int, pids: int) -> Root:
+    """`jail` for the lab's persistent vtysh jail: every FRR router's folder staged (as r0,
+    r1, ... in router order), none of them in reach until a command binds its own."""
+    uid, _, vty_gid = _frr_ids()
+    return Root(
+        dirs=tuple(("0755", d) for d in ("/etc", "/etc/frr", "/var", "/var/run", "/var/run/frr")),
+        ro_binds=((path, path), *((lib, lib) for lib in library_binds())),
+        ro_binds_try=("/etc/passwd", "/etc/group", "/etc/ld.so.cache"),
+        stages=tuple((vty_dirs[r], f"r{i}") for i, r in enumerate(sorted(vty_dirs))),
+        targets=(("d", VTY_DIR), ("f", "/etc/frr/vtysh.conf"), ("d", "/proc"), ("d", "/tmp")),
+        hostname="frr",
+        tmpfs=("/tmp", "/dev/shm"),
+        uid=uid,
+        gid=vty_gid,
+        env=(("PATH", "/usr/bin"), ("HOME", "/tmp")),
+        label="labcmd",
+        memory_bytes=memory_bytes,
+        pids=pids,
+    )
+
+
+def zygote_turn(argv: Sequence[str], vty_dirs: Mapping[str, str], router: str) -> Turn:
+    """One vtysh (`argv` from `argv()`) on `router`, as `jail` runs it."""
+    stage = f"r{sorted(vty_dirs).index(router)}"
+    return Turn(
+        argv=tuple(argv),
+        binds=((f"{stage}/vty", VTY_DIR), (f"{stage}/vtysh.conf", "/etc/frr/vtysh.conf")),
+        hostname=Path(vty_dirs[router]).name,
     )
 
 

@@ -1,10 +1,12 @@
 """Benchmarks that cut across apps, so they live above them: no app imports this package.
 
-Modules: isolation (what the jails cost per action: a lab command and a kubectl command,
-bare vs jailed), bounds (the kernel memory one lab can be made to hold, before and after
-the bounds by effect; needs root, ~15 minutes), checks (what the lab apps' intended-state
-checks cost per episode, and the prober against fping), fuzz (the reply fuzzer's targets:
-hostile replies through every app and agent door, crashes found; pipeline/fuzz/).
+Modules: isolation (what the jails cost per action: ip, iptables, tc, sysctl, ping, vtysh
+and kubectl, bare vs the one-shot jail vs the persistent jail, back to back and spaced as
+an agent's commands are; ~3 minutes), bounds (the kernel memory one lab can be made to
+hold, before and after the bounds by effect; needs root, ~15 minutes), checks
+(what the lab apps' intended-state checks cost per episode, and the prober against fping),
+fuzz (the reply fuzzer's targets: hostile replies through every app and agent door,
+crashes found; pipeline/fuzz/).
 """
 
 from pipeline.api import BenchSpec
