@@ -307,31 +307,40 @@ class NamespaceEmulator(ABC):
         self._healthy = self._dump([d.name for d in lab.devices], {})
         self._dirty.clear()
 
-    def reset(self) -> float:
-        """Flush every device; dump the dirty ones; restore and re-dump those that differ
-        (two passes at most)."""
+    def reset(self, *, also: Sequence[str] = (), owned: Sequence[str] = ()) -> float:
+        """Flush every device; dump the dirty ones (and those in `also`: a daemon of the
+        lab may have changed them); restore and re-dump those that differ (two passes at
+        most). `owned`: route protocols a daemon of the lab owns and keeps running
+        (state.owned_by): their routes are neither compared nor flushed."""
         lab = self._running()
         if not self._healthy:
             raise EnvironmentFailure("reset() needs a snapshot() first")
         started = time.perf_counter()
-        dirty = sorted(self._dirty)
+        dirty = sorted(self._dirty | set(also))
+        healthy = {d: state.without_owned(st, owned) for d, st in self._healthy.items()}
+
+        def differing(dumps: dict[str, state.State]) -> dict[str, state.State]:
+            found = {d: state.without_owned(now, owned) for d, now in dumps.items()}
+            return {d: now for d, now in found.items() if now != healthy[d]}
+
         flush = {d.name: state.FLUSH_SCRIPT for d in lab.devices}
-        dumps = self._dump(dirty, flush, also={d: s for d, s in flush.items() if d not in dirty})
-        pending = {d: now for d, now in dumps.items() if now != self._healthy[d]}
+        pending = differing(
+            self._dump(dirty, flush, also={d: s for d, s in flush.items() if d not in dirty})
+        )
         for attempt in range(2):
             if not pending:
                 break
             scripts = {
-                d: f"{state_restore.restore_script(self._healthy[d], now)}; {state.FLUSH_SCRIPT}"
+                d: f"{state_restore.restore_script(healthy[d], now, bool(owned))}; "
+                f"{state.FLUSH_SCRIPT}"
                 for d, now in pending.items()
             }
-            after = self._dump(sorted(scripts), scripts)
-            pending = {d: now for d, now in after.items() if now != self._healthy[d]}
+            pending = differing(self._dump(sorted(scripts), scripts))
             if pending and attempt == 0:
                 log.warning("reset of %s: a second pass for %s", lab.name, sorted(pending))
         if pending:
             detail = "; ".join(
-                f"{d}: {', '.join(state.differences(self._healthy[d], now)[:3])}"
+                f"{d}: {', '.join(state.differences(healthy[d], now)[:3])}"
                 for d, now in pending.items()
             )
             raise EnvironmentFailure(f"reset of {lab.name} could not restore {detail}")

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from pipeline.core import canonical_json
@@ -274,6 +275,25 @@ def _parse_sysctl(lines: list[str]) -> dict[str, str]:
             continue
         values[path] = f"{values[path]}\n{value}" if path in values else value
     return values
+
+
+def owned_by(route: str, protocols: Sequence[str]) -> bool:
+    """Whether a dumped route (canonical JSON) belongs to a routing daemon of the lab: its
+    protocol is one of `protocols`, or it uses a kernel nexthop object (FRR's zebra installs
+    its routes through them)."""
+    fields = json.loads(route)
+    return fields.get("protocol") in protocols or "nhid" in fields
+
+
+def without_owned(st: State, protocols: Sequence[str]) -> State:
+    """`st` without the routes daemons own (owned_by): what a reset that leaves the
+    daemons running compares and restores."""
+    if not protocols:
+        return st
+    out = dict(st)
+    for section in ("route", "route6"):
+        out[section] = [r for r in st[section] if not owned_by(r, protocols)]
+    return out
 
 
 def differences(healthy: State, current: State) -> list[str]:

@@ -17,8 +17,10 @@ from typing import Any
 from emulators.state import BUILTIN_CHAINS, FAMILY_SECTIONS, State
 
 
-def restore_script(healthy: State, current: State) -> str:
-    """A bash command line that turns `current` back into `healthy` (empty when equal)."""
+def restore_script(healthy: State, current: State, in_place: bool = False) -> str:
+    """A bash command line that turns `current` back into `healthy` (empty when equal).
+    `in_place`: routes are deleted and added one by one instead of their tables flushed,
+    so the routes a running daemon owns (left out of both states) stay."""
     cmds: list[str] = []
     if healthy["sysctl"] != current["sysctl"]:
         cmds += _restore_sysctl(healthy["sysctl"], current["sysctl"])
@@ -42,7 +44,9 @@ def restore_script(healthy: State, current: State) -> str:
             cmds.append(shlex.join(argv))
     for v, sections in FAMILY_SECTIONS.items():
         route, rule = sections["route"], sections["rule"]
-        if addr_changed[v] or healthy[route] != current[route]:
+        if in_place and healthy[route] != current[route]:
+            cmds += _replace_routes(v, healthy[route], current[route])
+        elif not in_place and (addr_changed[v] or healthy[route] != current[route]):
             cmds += _restore_routes(v, healthy[route], current[route])
         if healthy[rule] != current[rule]:
             cmds += _restore_rules(v, healthy[rule], current[rule])
@@ -133,9 +137,21 @@ def _restore_routes(v: str, want: list[str], got: list[str]) -> list[str]:
     return cmds + [shlex.join(route_argv(r, v)) for r in readd]
 
 
-def route_argv(route: dict[str, Any], v: str = "4") -> list[str]:
-    """`ip route add` argv recreating a route from its `ip -j route` record."""
-    argv = ["ip", f"-{v}", "route", "add"]
+def _replace_routes(v: str, want: list[str], got: list[str]) -> list[str]:
+    """Routes `got` has and `want` lacks deleted, those it lacks added (local addresses
+    first, then on-link routes, then gateways); an address written back brings its own
+    connected routes, so adding one again may fail, harmlessly (the reset verifies)."""
+    gone = [json.loads(r) for r in sorted(set(got) - set(want))]
+    added = [json.loads(r) for r in sorted(set(want) - set(got))]
+    added.sort(key=lambda r: ("gateway" in r, r.get("type") != "local", "/" in r["dst"]))
+    return [shlex.join(route_argv(r, v, "del")) for r in gone] + [
+        shlex.join(route_argv(r, v)) for r in added
+    ]
+
+
+def route_argv(route: dict[str, Any], v: str = "4", verb: str = "add") -> list[str]:
+    """`ip route add` (or `del`) argv for a route from its `ip -j route` record."""
+    argv = ["ip", f"-{v}", "route", verb]
     if route.get("type", "unicast") != "unicast":
         argv.append(route["type"])
     argv.append(route["dst"])

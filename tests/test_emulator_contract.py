@@ -255,11 +255,14 @@ def _full_view(emu, device: str) -> dict[str, str]:
     return out
 
 
-def test_reset_undoes_every_allowed_command_family(emu):
+@pytest.mark.parametrize("owned", [(), ("ospf", "bgp")], ids=["flush", "in_place"])
+def test_reset_undoes_every_allowed_command_family(emu, owned):
     """Each family of state-changing command the grammar allows (tests/reset_families.py),
     sent as an agent sends it, plus state only the environment could leave (lifetimes,
     aliases, temporary entries): after the reset every attribute is as before and the next
-    episode starts clean, ICMP, TCP and UDP between every pair."""
+    episode starts clean, ICMP, TCP and UDP between every pair. `in_place`: the reset of a
+    lab whose routing daemons keep running (their routes left alone: routes restored one
+    by one, never a table flushed) restores every family too."""
     assert reset_families.covered() == []
     devices = ("r0", "h1", "h3", "h2")
     before = {d: _full_view(emu, d) for d in devices}
@@ -272,7 +275,7 @@ def test_reset_undoes_every_allowed_command_family(emu):
         assert result.exit_code == 0, (device, command, result.output)
     assert {d: _full_view(emu, d) for d in devices} != before
     assert emu.reachability().loss > 0.5
-    emu.reset()
+    emu.reset(owned=owned)
     after = _settled(lambda: {d: _full_view(emu, d) for d in devices}, before)
     for device in devices:
         for key, text in before[device].items():

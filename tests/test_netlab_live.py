@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 import pytest
 
+from generators.lab.frr.daemons import installed
 from generators.netlab import FAMILIES, SIZES, VARIANTS, NetSpec, build
 from generators.netlab.frrcheck import check_specs, refusals
 from generators.netlab.live import LabState, NetLab, host_flows
-from generators.routing.frr.daemons import installed
 from tests.conftest import integration_fixture, require, require_emulator
 
 pytestmark = pytest.mark.integration

@@ -11,12 +11,12 @@ import pytest
 
 from emulators.netcmd import vtysh
 from emulators.netcmd.policy import check
+from generators.lab.frr.reading import bgp_peers as _bgp_peers
 from generators.routing.capacity import capacity
 from generators.routing.config import RoutingConfig, validate_config
 from generators.routing.frr.episode import build_prompt, render
 from generators.routing.frr.faults import BGP, DATA, OSPF, TYPES
 from generators.routing.frr.generator import draw
-from generators.routing.frr.lab import _bgp_peers
 from generators.routing.frr.topology import FrrTopology
 from generators.routing.generator import fault_key
 from pipeline.core import canonical_json

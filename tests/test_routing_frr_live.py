@@ -14,16 +14,17 @@ import hashlib
 import json
 import random
 import subprocess
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from emulators.netcmd import vtysh
 from emulators.netcmd.sandbox import Status
+from generators.lab.frr.daemons import installed
 from generators.routing.app import RoutingApp
 from generators.routing.config import RoutingConfig
-from generators.routing.frr.daemons import installed
-from generators.routing.frr.generator import draw
+from generators.routing.frr.generator import draw, frr_pool
 from generators.routing.frr.topology import FrrTopology
 from generators.routing.generator import RoutingQueryGenerator
 from pipeline.core import Outcome, Query, StepStatus
@@ -136,9 +137,14 @@ def test_static_routes_that_carry_the_traffic_are_no_repair(app, env, level):
         assert "no Established session" in gaps or "kernel route" in gaps
 
 
+@contextmanager
 def _lab(env, level: int):
+    """A lab of the level's query topology, leased from the environment's warm pool."""
     topo = FrrTopology.from_name(_query(level).env_key)
-    return env.frr_pool.get(topo, fresh=False)
+    if env.frr_pool is None:
+        env.frr_pool = frr_pool(env.cfg).__enter__()
+    with env.frr_pool.use(topo) as lab:
+        yield lab
 
 
 def _digest(folder: Path) -> str:
@@ -158,7 +164,11 @@ def _host_vtysh(daemons, router: str, *lines: str) -> str:
 
 
 def test_hostile_vtysh_reaches_no_file_host_or_other_lab(env):
-    lab4, lab5 = _lab(env, 4), _lab(env, 5)
+    with _lab(env, 4) as lab4, _lab(env, 5) as lab5:
+        _hostile(lab4, lab5)
+
+
+def _hostile(lab4, lab5) -> None:
     sandbox, daemons = lab4.sandbox, lab4.daemons
     host_etc = _digest(Path("/etc/frr"))
     evil = Path("/tmp/ng-frr-evil.log")
@@ -210,7 +220,7 @@ def test_a_byte_bgpd_holds_breaks_no_read_of_a_step(env):
     router, peer = topo.router(border), topo.bgp_peer(border)
     lines = ["configure terminal", f"router bgp {topo.asn(border)}"]
     with env.episode(query) as episode:
-        lab = _lab(env, 5)
+        lab = episode._lab
         said = " ".join(f"-c '{line}'" for line in [*lines, f"neighbor {peer} description X"])
         command = f"vtysh {said[:-1]}\ud800'"
         step = episode.step(json.dumps({"machine": router, "command": command}))

@@ -2,7 +2,7 @@
 FRR's CLI reads them, and the jail it runs in.
 
 The boundary is the kernel's: the daemons are confined to their own router's folders
-(generators/routing/frr/daemons.py) and the agent's vtysh runs as the `frr` user in a
+(generators/lab/frr/daemons.py) and the agent's vtysh runs as the `frr` user in a
 jail (`jail`) whose only view of FRR is its router's vty socket folder, bound read-only
 at /var/run/frr/vty, with a /etc/frr/vtysh.conf of ours (no integrated configuration:
 `write memory` makes each daemon write its own file, inside its own folder). No shell,

@@ -1,7 +1,7 @@
 """Rendered FRR configuration checked by the daemons themselves (`<daemon> --dryrun`).
 
 Each file is read by the real daemon in check mode (`-C`: parse the configuration, apply
-it, exit), in the jail the labs run it in (generators/routing/frr/daemons.py: jail_argv)
+it, exit), in the jail the labs run it in (generators/lab/frr/daemons.py: jail_argv)
 and in a network namespace of its own, so nothing of the host is read or changed (its
 crash-log folder lands in the jail's /var/tmp). The daemon exits 0 whatever it read; what
 it refused is in its output and log: "% ..." (a command that failed, e.g. "Not an internal
@@ -21,9 +21,9 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
+from generators.lab.frr.daemons import frr_ids, jail_argv
 from generators.netlab.frrconf import all_configs
 from generators.netlab.spec import NetSpec
-from generators.routing.frr.daemons import frr_ids, jail_argv
 
 PARALLEL = 8
 TIMEOUT_S = 30.0

@@ -2,7 +2,7 @@
 
 `NetLab(spec)` is a context manager: entering builds the lab on Mininet, snapshots its
 kernel state (before any routing daemon ran), writes every router's configuration
-(frrconf.py) and starts its daemons (generators/routing/frr/daemons.py: one RouterDaemons
+(frrconf.py) and starts its daemons (generators/lab/frr/daemons.py: one RouterDaemons
 per set of daemons, since a leaf runs no ospfd and a CE no ospfd either). `converge()`
 polls the intended state, not a quiet window: every adjacency of the spec Full on its two
 interfaces, every session Established at both ends, every router holding a route to
@@ -24,9 +24,9 @@ from typing import Any, Self
 
 from emulators.base import EMULATORS
 from emulators.probe import PROTOCOLS, Flow
+from generators.lab.frr.daemons import RouterDaemons, cleanup_stale
 from generators.netlab.frrconf import all_configs
 from generators.netlab.spec import NetSpec
-from generators.routing.frr.daemons import RouterDaemons, cleanup_stale
 from pipeline.api import EnvironmentFailure
 
 CONVERGE_S = 60.0

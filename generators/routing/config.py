@@ -39,6 +39,8 @@ class RoutingConfig:
     probe: ProbeConfig = field(default_factory=ProbeConfig)
     command: CommandConfig = field(default_factory=CommandConfig)
     max_live_topologies: int = operational(8)  # topologies an environment keeps running (LRU)
+    validators: int = operational(1)  # levels 4-5: draws validated at once, a lab each (1-16)
+    frr_restore: str = operational("diff")  # levels 4-5: a reused lab's reset, diff | restart
 
     def validate(self) -> None:
         """Raise ConfigError naming the first wrong key (called when configs are composed)."""
@@ -46,6 +48,7 @@ class RoutingConfig:
 
 
 SIZES = ("small", "medium", "large")
+RESTORES = ("diff", "restart")  # generators/lab/frr/pool.py: WarmPool's restore
 
 
 def validate_config(cfg: RoutingConfig, prefix: str = "app") -> None:
@@ -84,6 +87,11 @@ def validate_config(cfg: RoutingConfig, prefix: str = "app") -> None:
                 f"{', '.join(known)}; got {faults!r}"
             )
     validate_pool_config(cfg, prefix)
+    int_in(cfg.validators, f"{prefix}.validators", 1, 16)
+    if cfg.frr_restore not in RESTORES:
+        raise ConfigError(
+            f"{prefix}.frr_restore must be one of {list(RESTORES)}, got {cfg.frr_restore!r}"
+        )
     if "icmp" not in cfg.probe.protocols:
         raise ConfigError(
             f"{prefix}.probe.protocols must include icmp (the reachability matrix agents see), "

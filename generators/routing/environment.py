@@ -17,6 +17,7 @@ from types import TracebackType
 
 from emulators.base import Emulator
 from emulators.netcmd.sandbox import CommandSandbox
+from generators.lab.frr.pool import WarmPool
 from generators.lab.pool import PooledEnvironment
 from generators.lab.step import CommandStep
 from generators.routing import checks
@@ -25,7 +26,7 @@ from generators.routing.config import RoutingConfig
 from generators.routing.episode import ProbedEpisode
 from generators.routing.faults import Fault, InjectionFailed
 from generators.routing.frr.episode import FrrEpisode, frr_episode
-from generators.routing.frr.generator import FRR_LEVELS, FrrPool
+from generators.routing.frr.generator import FRR_LEVELS, frr_pool
 from generators.routing.topology import RoutingTopology
 from pipeline.api import EnvironmentFailure, Query
 
@@ -81,7 +82,7 @@ class RoutingEnvironment(PooledEnvironment):
 
     def __init__(self, cfg: RoutingConfig) -> None:
         super().__init__(cfg)
-        self.frr_pool: FrrPool | None = None  # levels 4-5: FRR labs, made when first needed
+        self.frr_pool: WarmPool | None = None  # levels 4-5: warm FRR labs, when first needed
 
     def __exit__(
         self,
@@ -101,7 +102,7 @@ class RoutingEnvironment(PooledEnvironment):
         if query.level in FRR_LEVELS:
             self.live_pool()  # inside the `with` block
             if self.frr_pool is None:
-                self.frr_pool = FrrPool(self.cfg, max_live=min(2, self.cfg.max_live_topologies))
+                self.frr_pool = frr_pool(self.cfg).__enter__()
             with frr_episode(self.frr_pool, query, self.cfg.max_turns) as played:
                 yield played
             return

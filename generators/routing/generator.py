@@ -39,9 +39,10 @@ from generators.routing import APP_VERSION, checks
 from generators.routing.config import RoutingConfig
 from generators.routing.environment import inject
 from generators.routing.faults import DRAW, TYPES, Fault, InjectionFailed
+from generators.routing.frr.ahead import Ahead
 from generators.routing.frr.episode import build_prompt as frr_prompt
 from generators.routing.frr.faults import level_types
-from generators.routing.frr.generator import FRR_LEVELS, FrrPool
+from generators.routing.frr.generator import FRR_LEVELS, frr_pool
 from generators.routing.frr.generator import draw as frr_draw
 from generators.routing.frr.generator import validate as frr_validate
 from generators.routing.frr.topology import FrrTopology
@@ -250,9 +251,18 @@ class RoutingQueryGenerator:
         tracker = KeyTracker(
             self.app_name, level, seed, allow_repeats=allow_repeats, capacity=self._of(level)
         )
-        with FrrPool(self.cfg, max_live=min(2, self.cfg.max_live_topologies)) as pool:
+        with (
+            frr_pool(self.cfg) as pool,
+            Ahead(lambda t, f: frr_validate(pool, t, f), self.cfg.validators) as ahead,
+        ):
             for index in range(count):
-                yield self._one(pool, level, seed, index, tracker, weights)
+                ahead.schedule(
+                    [
+                        frr_draw(self.cfg, level, query_rng(seed, level, j), weights)
+                        for j in range(index, min(count, index + ahead.workers))
+                    ]
+                )
+                yield self._one(ahead, level, seed, index, tracker, weights)
 
     def _of(self, level: int) -> Callable[[], object] | None:
         """The app's capacity of `level`, for the tracker (a bare generator has none)."""
@@ -290,7 +300,7 @@ class RoutingQueryGenerator:
 
     def _one(
         self,
-        pool: LabPool | FrrPool,
+        pool: LabPool | Ahead,
         level: int,
         seed: int,
         index: int,
@@ -300,12 +310,8 @@ class RoutingQueryGenerator:
         """Query `index`: draw, validate on a live lab, redraw on rejection (the shared
         loop); levels 4-5 draw FRR labs, levels 1-3 plain ones."""
         rng = query_rng(seed, level, index)
-        if isinstance(pool, FrrPool):
-            draw_one, check, build = (
-                frr_draw,
-                (lambda t, f: frr_validate(pool, t, f)),
-                self._frr_query,
-            )
+        if isinstance(pool, Ahead):
+            draw_one, check, build = frr_draw, pool.result, self._frr_query
         else:
             protocols = tuple(self.cfg.probe.protocols)
             draw_one, check, build = (

@@ -20,12 +20,12 @@ from contextlib import contextmanager
 from emulators.base import backend_name
 from emulators.netcmd import vtysh
 from emulators.netcmd.tools import TOOL_NAMES
+from generators.lab.frr.pool import WarmPool
 from generators.lab.reply import REPLY_FORMAT
 from generators.lab.step import CommandStep
 from generators.routing.checks import Connectivity
 from generators.routing.episode import ProbedEpisode
 from generators.routing.faults import Fault
-from generators.routing.frr.generator import FrrPool
 from generators.routing.frr.intent import summary
 from generators.routing.frr.lab import FrrLab
 from generators.routing.frr.topology import FrrTopology
@@ -129,10 +129,11 @@ class FrrEpisode(ProbedEpisode):
 
 
 @contextmanager
-def frr_episode(pool: FrrPool, query: Query, max_turns: int) -> Iterator[FrrEpisode]:
+def frr_episode(pool: WarmPool, query: Query, max_turns: int) -> Iterator[FrrEpisode]:
     """The episode of an FRR query on a reset lab of its topology, faults injected."""
     topo = FrrTopology.from_name(query.env_key)
     with pool.use(topo) as lab:
+        assert isinstance(lab, FrrLab)
         lab.inject([Fault.from_json(f) for f in query.ground_truth["faults"]])
         first = lab.wait_broken()
         if first.full:

@@ -27,7 +27,7 @@ import random
 from collections.abc import Callable, Mapping
 
 from generators.routing.faults import Fault
-from generators.routing.frr.topology import ASNS, DEAD, HELLO, FrrTopology
+from generators.routing.frr.topology import ASNS, DEAD, DEAD_LINE, HELLO_MULTIPLIER, FrrTopology
 from pipeline.api import weighted_choice
 
 OSPF = ("ospf_area", "ospf_timers", "ospf_passive", "ospf_network")
@@ -112,7 +112,8 @@ def ospf_timers(rng: random.Random, topo: FrrTopology, avoid: set[int]) -> Fault
     return Fault(
         "ospf_timers",
         variant,
-        f"r{r}'s {intf} has {what}; its neighbour hello {HELLO} s / dead {DEAD} s",
+        f"r{r}'s {intf} has {what}; its neighbour hellos every {1000 // HELLO_MULTIPLIER} ms, "
+        f"dead {DEAD} s",
         ((f"r{r}", vtysh("configure terminal", f"interface {intf}", *lines)),),
         (
             (
@@ -120,8 +121,10 @@ def ospf_timers(rng: random.Random, topo: FrrTopology, avoid: set[int]) -> Fault
                 fix_command(
                     "configure terminal",
                     f"interface {intf}",
-                    f"ip ospf hello-interval {HELLO}",
-                    f"ip ospf dead-interval {DEAD}",
+                    DEAD_LINE,
+                    # after it: FRR reschedules a pending hello only when the hello
+                    # interval changes (the injected one fires up to 10 s later otherwise)
+                    "no ip ospf hello-interval",
                 ),
             ),
         ),

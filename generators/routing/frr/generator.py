@@ -2,7 +2,7 @@
 
 A draw picks the topology (routers per level from `app.frr_sizes`, or `app.size`) and
 the faults (faults.draw_types: L4 two OSPF faults; L5 one OSPF, one BGP, one data-plane),
-each on routers the others left where possible. Validation, on a lab of that topology
+each on routers the others left where possible. Validation, on a warm lab of that topology
 (generators/routing/frr/lab.py), from the healthy converged network each time:
   1. with several faults, each one alone must break a required flow (observable);
   2. all together must break one, still after the final settle window: a null agent fails;
@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import logging
 import random
-from collections import OrderedDict
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from typing import Any
 
 from emulators.netcmd.sandbox import Status
+from generators.lab.frr.pool import WarmPool
 from generators.routing.faults import Fault, InjectionFailed
 from generators.routing.frr.faults import DRAW, draw_types
 from generators.routing.frr.lab import FrrLab
@@ -56,72 +55,14 @@ def draw(
     return topo, faults
 
 
-class FrrPool:
-    """Live FRR labs by topology name, least recently used stopped first."""
-
-    def __init__(self, cfg: Any, max_live: int = 2) -> None:
-        self.cfg = cfg
-        self.max_live = max_live
-        self._live: OrderedDict[str, FrrLab] = OrderedDict()
-        self.builds = 0
-
-    def get(self, topo: FrrTopology, *, fresh: bool = True) -> FrrLab:
-        """The lab of `topo`; `fresh`: reset to the healthy converged network first."""
-        lab = self._live.pop(topo.name, None)
-        if lab is not None and fresh and lab.used:
-            try:
-                lab.reset()
-            except BaseException as err:  # whatever the reset raised: never reused
-                lab.close()
-                if not isinstance(err, Exception):
-                    raise
-                log.warning("rebuilding %s: %s: %s", topo.name, type(err).__name__, err)
-                lab = None
-        if lab is None:
-            while len(self._live) >= self.max_live:
-                _, old = self._live.popitem(last=False)
-                old.close()
-            lab = FrrLab(topo, self.cfg).__enter__()
-            self.builds += 1
-        lab.used = True
-        self._live[topo.name] = lab
-        return lab
-
-    @contextmanager
-    def use(self, topo: FrrTopology) -> Iterator[FrrLab]:
-        """`get` for one episode: a lab whose episode raised anything is closed and
-        dropped, never reused (as LabPool.use)."""
-        lab = self.get(topo)
-        try:
-            yield lab
-        except BaseException:
-            if self._live.get(topo.name) is lab:
-                del self._live[topo.name]
-            lab.close()
-            raise
-
-    def dirty(self, topo: FrrTopology) -> None:
-        """Mark the lab of `topo` as needing a reset before its next use."""
-        if topo.name in self._live:
-            self._live[topo.name].used = True
-
-    def close(self) -> None:
-        """Close every live lab, each even when closing another raised (as LabPool.close)."""
-        errors = []
-        while self._live:
-            _, lab = self._live.popitem()
-            try:
-                lab.close()
-            except Exception as err:  # raised below, after the others
-                errors.append(err)
-        if errors:
-            raise errors[0]
-
-    def __enter__(self) -> FrrPool:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+def frr_pool(cfg: Any) -> WarmPool:
+    """A pool of warm FRR labs for `cfg` (generators/lab/frr/pool.py): labs built with the
+    same probe, command and restore settings are shared by every pool of the process."""
+    key = (
+        f"routing:{cfg.probe.timeout_ms}:{cfg.probe.retries}:{','.join(cfg.probe.protocols)}:"
+        f"{cfg.command.timeout_s}:{cfg.command.output_bytes}:{cfg.frr_restore}"
+    )
+    return WarmPool(lambda topo: FrrLab(topo, cfg), key, restore=cfg.frr_restore)
 
 
 def _fix(lab: FrrLab, faults: list[Fault]) -> list[dict[str, str]] | str:
@@ -162,36 +103,51 @@ def _undo(lab: FrrLab, fault: Fault) -> bool:
     return lab.wait_full()
 
 
+def _alone(lab: FrrLab, faults: list[Fault]) -> str | None:
+    """Why a fault of several is not observable alone, or None: each one alone must break
+    a flow, and its own fix must bring the network back."""
+    for fault in faults:
+        lab.inject([fault])
+        if lab.wait_broken(final=False).full:
+            return f"{fault.type}/{fault.variant} alone causes no loss"
+        if not _undo(lab, fault):
+            return f"{fault.type}/{fault.variant}: its fix alone does not restore it"
+    return None
+
+
+def _try(
+    pool: WarmPool, topo: FrrTopology, order: list[Fault], alone: bool
+) -> tuple[list[dict[str, str]] | str, bool]:
+    """On a lab proven healthy: (with `alone`, the single-fault checks, then) the faults
+    injected in `order` and the oracle's fixes played. (the outcome, whether it rejects the
+    draw whatever the other order does: a single-fault check failed, or a fault could not
+    be injected, which is the draw's, so the lab is kept)."""
+    with pool.use(topo) as lab:
+        assert isinstance(lab, FrrLab)
+        try:
+            why = _alone(lab, order) if alone else None
+            if why is not None:
+                return why, True
+            lab.inject(order)
+        except InjectionFailed as err:
+            return str(err), True
+        return _fix(lab, order), False
+
+
 def validate(
-    pool: FrrPool, topo: FrrTopology, faults: list[Fault]
+    pool: WarmPool, topo: FrrTopology, faults: list[Fault]
 ) -> tuple[list[dict[str, str]], list[Fault]] | str:
     """(the oracle's commands, faults in fixing order) if the draw is valid, else why not.
-    One reset per order tried; between the single-fault checks a fault is undone by its
-    own fix (a fix that does not bring the network back rejects the draw)."""
-    try:
-        lab = pool.get(topo)
-        if len(faults) > 1:
-            for fault in faults:
-                lab.inject([fault])
-                if lab.wait_broken(final=False).full:
-                    pool.dirty(topo)
-                    return f"{fault.type}/{fault.variant} alone causes no loss"
-                if not _undo(lab, fault):
-                    pool.dirty(topo)
-                    return f"{fault.type}/{fault.variant}: its fix alone does not restore it"
-        why = ""
-        for n, order in enumerate((faults, faults[::-1])):
-            if n:
-                lab = pool.get(topo)
-            lab.inject(order)
-            outcome = _fix(lab, order)
-            if not isinstance(outcome, str):
-                pool.dirty(topo)  # healthy, but reset before the next query all the same
-                return outcome, order
-            why = outcome
-            if len(faults) == 1:
-                break
-    except InjectionFailed as err:
-        pool.dirty(topo)
-        return str(err)
+    Each order tried starts from a lab proven healthy (a lease restores it); between the
+    single-fault checks a fault is undone by its own fix (a fix that does not bring the
+    network back rejects the draw), and the first order follows them on the same lab.
+    The orders: as drawn, then reversed; the last one's failure is the reason."""
+    why = ""
+    for n, order in enumerate((faults, faults[::-1])):
+        outcome, final = _try(pool, topo, order, alone=n == 0 and len(faults) > 1)
+        if not isinstance(outcome, str):
+            return outcome, order
+        why = outcome
+        if final or len(faults) == 1:
+            break
     return why

@@ -9,19 +9,29 @@ Level 4: one OSPF area 0 over every router. Level 5: two autonomous systems, AS 
 (r1..rA) and AS 65002 (rA+1..rN), each running OSPF inside; their border routers rA and
 rA+1 speak eBGP over t<A> (not in OSPF), announce their own AS's LANs with `network`
 statements and redistribute what BGP learnt into OSPF.
-Timers are short so the network converges in seconds: OSPF hello 1 s / dead 4 s on
-point-to-point links, SPF throttle 0/50/200 ms; BGP keepalive 1 s / hold 3 s, connect
-retry 1 s, no advertisement delay.
+Timers are short so the network converges, breaks and heals in well under a second, and
+the waits that follow them stay short (generators/lab/frr/warm.py): OSPF hellos every
+250 ms with a dead interval of 1 s on point-to-point links (`ip ospf dead-interval minimal
+hello-multiplier 4`: FRR's fastest dead interval; four hellos per interval, so one late
+hello on a loaded machine drops no adjacency), SPF throttle 0/50/200 ms and no LSA delay;
+BGP keepalive 1 s / hold 3 s (the shortest hold BGP allows), connect retry 1 s, no
+advertisement interval, and no update-group coalescing delay (`coalesce-time 0`: FRR waits
+1 s by default before a new peer's first updates).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from emulators.base import Device, Interface, Lab
+from emulators.probe import Flow
 
 ASNS = (65001, 65002)
-HELLO, DEAD = 1, 4
+HELLO_MULTIPLIER = 4  # hellos per dead interval
+DEAD = 1  # seconds: `dead-interval minimal` is 1 s
+DEAD_LINE = f"ip ospf dead-interval minimal hello-multiplier {HELLO_MULTIPLIER}"
+HOLD = 3  # BGP hold time (keepalive 1 s)
 NO_REDIRECTS = ("send_redirects", "accept_redirects")
 
 
@@ -108,6 +118,24 @@ class FrrTopology:
     def frr_routers(self) -> tuple[str, ...]:
         return tuple(self.router(i) for i in self.rs)
 
+    @property
+    def longest_timer_s(self) -> float:
+        """The longest dead or hold interval of the healthy configuration."""
+        return float(max(DEAD, HOLD if self.level == 5 else 0))
+
+    def required_flows(self, protocols: Sequence[str]) -> list[Flow]:
+        """Every ordered pair of hosts, per protocol: what the network is for."""
+        return [
+            Flow(self.host(i), self.host(j), f"10.0.{j}.2", protocol)
+            for protocol in protocols
+            for i in self.rs
+            for j in self.rs
+            if i != j
+        ]
+
+    def router_configs(self) -> dict[str, dict[str, str]]:
+        return {self.router(i): self.configs(i) for i in self.rs}
+
     def daemons(self) -> tuple[str, ...]:
         return ("zebra", "ospfd", "bgpd") if self.level == 5 else ("zebra", "ospfd")
 
@@ -162,8 +190,7 @@ class FrrTopology:
             ospf += [
                 f"interface {intf}",
                 " ip ospf network point-to-point",
-                f" ip ospf hello-interval {HELLO}",
-                f" ip ospf dead-interval {DEAD}",
+                f" {DEAD_LINE}",
                 "exit",
                 "!",
             ]
@@ -197,7 +224,8 @@ class FrrTopology:
             f"router bgp {mine}",
             f" bgp router-id 0.0.0.{i}",
             " no bgp ebgp-requires-policy",
-            " timers bgp 1 3",
+            f" timers bgp 1 {HOLD}",
+            " coalesce-time 0",
             f" neighbor {peer} remote-as {other}",
             f" neighbor {peer} timers connect 1",
             f" neighbor {peer} advertisement-interval 0",

@@ -127,26 +127,49 @@ class RouterDaemons:
         """Fresh folders for every router, holding its configuration once per daemon
         (configs[router][daemon]; without an integrated configuration, `write memory` makes
         each daemon write its own file)."""
-        uid, gid, vty_gid = frr_ids()
         self.base.mkdir(parents=True, exist_ok=True)
         os.chmod(self.base, 0o755)
         for router in self.routers:
             root = self.root(router)
             shutil.rmtree(root, ignore_errors=True)
+            uid, gid, vty_gid = frr_ids()
             for sub in ("etc", "run", "vty"):
                 (root / sub).mkdir(parents=True)
                 os.chown(root / sub, uid, vty_gid if sub == "vty" else gid)
                 os.chmod(root / sub, 0o770 if sub == "vty" else 0o750)
             os.chmod(root, 0o755)
             (root / "vtysh.conf").write_text(VTYSH_CONF)
-            for daemon in self.daemons:
-                path = root / "etc" / f"{daemon}.conf"
-                path.write_text(configs[router][daemon])
-                os.chown(path, uid, gid)
-                os.chmod(path, 0o640)
+            self.write_files(router, configs[router])
 
-    def start(self) -> None:
-        for router in self.routers:
+    def write_files(self, router: str, configs: dict[str, str]) -> None:
+        """The router's configuration folder holding exactly its daemons' files (what a
+        `write memory` left there, `.sav` copies included, goes)."""
+        uid, gid, _ = frr_ids()
+        etc = self.root(router) / "etc"
+        wanted = {f"{daemon}.conf" for daemon in self.daemons}
+        for path in etc.iterdir():
+            if path.name not in wanted:
+                path.unlink()
+        for daemon in self.daemons:
+            path = etc / f"{daemon}.conf"
+            path.write_text(configs[daemon])
+            os.chown(path, uid, gid)
+            os.chmod(path, 0o640)
+
+    def files_differ(self, router: str, configs: dict[str, str]) -> bool:
+        """Whether the router's configuration folder holds anything but its files."""
+        etc = self.root(router) / "etc"
+        try:
+            found = {p.name: p.read_text(errors="replace") for p in etc.iterdir()}
+        except OSError:
+            return True
+        return found != {f"{d}.conf": configs[d] for d in self.daemons}
+
+    def start(self, routers: Sequence[str] | None = None) -> None:
+        """Start the daemons of `routers` (every router by default), zebra first on each
+        (the others connect to zebra's socket when they start)."""
+        chosen = self.routers if routers is None else tuple(routers)
+        for router in chosen:
             for daemon in self.daemons:
                 log = open(self.root(router) / f"{daemon}.out", "wb")  # noqa: SIM115
                 argv = [
@@ -159,9 +182,9 @@ class RouterDaemons:
                     start_new_session=True,
                 )  # fmt: skip
                 log.close()
-                if daemon == "zebra":  # the others connect to zebra's socket at start
+                if daemon == "zebra":
                     self._wait_socket(router, "zebra")
-        for router in self.routers:
+        for router in chosen:
             for daemon in self.daemons:
                 self._wait_socket(router, daemon)
 
@@ -177,15 +200,21 @@ class RouterDaemons:
                 )
             time.sleep(0.02)
 
-    def stop(self) -> None:
-        """Kill every daemon (the jail's pid namespace takes everything in it along)."""
-        for proc in self._procs.values():
+    def stop(self, routers: Sequence[str] | None = None) -> None:
+        """Kill the daemons of `routers` (every router by default; the jail's pid
+        namespace takes everything in it along)."""
+        chosen = set(self.routers if routers is None else routers)
+        procs = {key: p for key, p in self._procs.items() if key[0] in chosen}
+        for proc in procs.values():
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
-        for proc in self._procs.values():
+        for key, proc in procs.items():
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=5)
-        self._procs.clear()
+            del self._procs[key]
+        for router in chosen:  # a restarted daemon makes its socket anew
+            for daemon in self.daemons:
+                (self.vty_dir(router) / f"{daemon}.vty").unlink(missing_ok=True)
 
     def remove(self) -> None:
         self.stop()
