@@ -7,14 +7,20 @@ suite's do; one zygote for the module, as a lab's is.
 
 from __future__ import annotations
 
+import dataclasses
+import subprocess
+from pathlib import Path
+
 import pytest
 
 from emulators.k8s import kubectl
+from emulators.netcmd.policy import check
 from emulators.zygote.client import Zygote
+from emulators.zygote.spec import Turn
 from tests import zygote_world as world
 from tests.conftest import integration_fixture, require_root
 
-ROOT = world.hostile_root()
+KEYS = Path(__file__).with_name("zygote_keys.c")  # put|get|del a key: user|session keyring
 # What a command's process is made of, as /proc/self/status and the shell's builtins say.
 STATUS = (
     'while read -r k v; do case "$k" in Sig[BIC]*|Cap*|NoNewPrivs:|Seccomp:|Umask:|Uid:|Gid:)'
@@ -25,20 +31,29 @@ STATUS = (
 
 @pytest.fixture(scope="module")
 @integration_fixture
-def jail():
+def jail(tmp_path_factory):
+    """(zygote, network namespace fd, root, the keyring probe's host path)."""
     require_root("the lab jail needs root")
+    folder = tmp_path_factory.mktemp("zygote-attacks")
+    probe = folder / "ngkeys"
+    subprocess.run(["gcc", "-O2", "-o", str(probe), str(KEYS)], check=True, timeout=60)
+    base = world.hostile_root()
+    root = dataclasses.replace(base, stages=(*base.stages, (str(folder), "attack")),
+                               targets=(*base.targets, ("f", "/usr/bin/ngkeys")))  # fmt: skip
     with world.netns() as net:
-        zygote = Zygote(ROOT, name="attacks")
+        zygote = Zygote(root, name="attacks")
         try:
-            yield zygote, net
+            yield zygote, net, root, probe
         finally:
             zygote.close()
+            for ring in ("user", "session"):  # the attack's key, should it have worked
+                subprocess.run([str(probe), "del", ring], capture_output=True, timeout=10)
 
 
-def run(jail, script: str, *args: str, timeout_s: float = 10.0):
-    zygote, net = jail
-    turn = world.sh(ROOT, script)
-    turn = type(turn)(argv=(*turn.argv, "sh", *args), binds=turn.binds)
+def run(jail, script: str, *args: str, timeout_s: float = 10.0, writes: tuple[str, ...] = ()):
+    zygote, net, root, _ = jail
+    turn = world.sh(root, script, writes)
+    turn = Turn(argv=(*turn.argv, "sh", *args), binds=turn.binds, writable_sysctls=writes)
     return zygote.run(turn, net_fd=net, timeout_s=timeout_s, output_bytes=1 << 20)
 
 
@@ -88,3 +103,34 @@ def test_the_next_child_starts_clean_whatever_the_running_command_does(jail):
     assert before.exit_code == after.exit_code == 0
     assert after.output == before.output, (before.output, after.output)
     assert "SigIgn: 0000000000000000" in after.output and "Umask: 0022" in after.output
+
+
+def test_a_sysctl_key_that_cannot_exist_is_the_tools_failure_not_the_jails(jail):
+    # Attack: a key the policy lets through (any interface name) whose path cannot be, a
+    # component past NAME_MAX, to make binding it writable fail in the jail ("setup", an
+    # EnvironmentFailure at the agent's will). Blocked: procfs answers ENOENT, which the
+    # jail skips as bubblewrap's --bind-try does; the command runs.
+    checked = check("sysctl -w net.ipv4.conf." + "a" * 300 + ".rp_filter=1")
+    assert checked.allowed and len(checked.writes) == 1
+    got = run(jail, "cat /proc/sys/net/ipv4/conf/lo/rp_filter; echo ran", writes=checked.writes)
+    assert got.exit_code == 0 and got.output.endswith("ran\n"), got.output
+
+
+def test_a_command_leaves_no_key_for_the_next_one_or_the_host(jail):
+    # Attack: kernel keyrings are in no namespace: a lab command (uid 0 of the host) adds a
+    # key to uid 0's user keyring, or to the session keyring it inherits from NetGauge, and
+    # the next command, NetGauge itself and the next episode read it. It worked in the
+    # zygote as in bubblewrap; the zygote now denies the keyring calls (seccomp).
+    zygote, net, _, probe = jail
+
+    def keys(*args: str) -> str:
+        turn = Turn(argv=("/usr/bin/ngkeys", *args), binds=(("attack/ngkeys", "/usr/bin/ngkeys"),))
+        return zygote.run(turn, net_fd=net, timeout_s=10.0, output_bytes=4096).output
+
+    for ring in ("user", "session"):
+        assert keys("put", ring) == "put refused\n"
+        assert keys("get", ring) == "none\n"
+        host = subprocess.run([str(probe), "get", ring], capture_output=True, text=True)
+        assert host.stdout == "none\n"
+    got = run(jail, STATUS)
+    assert "Seccomp: 2" in got.output
