@@ -115,10 +115,10 @@ static void take_identity(void)
 #error "ngzygote: no seccomp architecture for this machine"
 #endif
 
-/* Kernel keyrings are namespaced by nothing a command gets: uid 0's user keyring and the
- * session keyring inherited from NetGauge (possessed, so writable, by a uid jail too) are
- * the host's, and a key one command adds is read by the next, by NetGauge, by the next
- * episode. No lab tool, vtysh or kubectl uses them: add_key, keyctl and request_key fail
+/* Kernel keyrings are namespaced by nothing a command gets: a root command's user and
+ * user-session keyrings are uid 0's of the host (and a session keyring NetGauge was started
+ * with is inherited by every command), so a key one command adds is read by the next, by
+ * NetGauge, by the next episode. No lab tool, vtysh or kubectl uses them: add_key, keyctl and request_key fail
  * with EPERM (as in Docker's default profile); any other ABI (i386, x32) is killed. */
 static void deny_keyrings(void)
 {
