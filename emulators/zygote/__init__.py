@@ -19,7 +19,9 @@ What a command gets, and why it is the one-shot jail's boundary:
     from the staged sources, covers the staged sources with an empty read-only tmpfs
     (/.ng), and takes the command's identity (spec.Turn: uid 0 holding only the named
     capabilities, or a uid in a user namespace that may create no more, as bubblewrap's
-    --disable-userns), no_new_privs, no descriptor of the zygote's;
+    --disable-userns), no_new_privs, no descriptor of the zygote's, and a seccomp filter
+    denying the kernel keyrings (add_key, keyctl, request_key: in no namespace, they are
+    the host's; bubblewrap's jail leaves them open);
   - the tool is the pid namespace's pid 1 (bubblewrap's --as-pid-1: no init of ours
     between, one process fewer to schedule); when it exits the kernel kills everything
     left in its pid namespace, and the zygote reports the exit only then, so nothing a

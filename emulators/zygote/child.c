@@ -7,8 +7,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/audit.h>
 #include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <sched.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -103,6 +107,38 @@ static void take_identity(void)
     keep_caps(0);
 }
 
+#if defined(__x86_64__)
+#define NATIVE_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define NATIVE_ARCH AUDIT_ARCH_AARCH64
+#else
+#error "ngzygote: no seccomp architecture for this machine"
+#endif
+
+/* Kernel keyrings are namespaced by nothing a command gets: a root command's user and
+ * user-session keyrings are uid 0's of the host (and a session keyring NetGauge was started
+ * with is inherited by every command), so a key one command adds is read by the next, by
+ * NetGauge, by the next episode. No lab tool, vtysh or kubectl uses them: add_key, keyctl and request_key fail
+ * with EPERM (as in Docker's default profile); any other ABI (i386, x32) is killed. */
+static void deny_keyrings(void)
+{
+    struct sock_filter filter[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_ARCH, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, 4, 0),  /* x32 */
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_add_key, 4, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_keyctl, 3, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_request_key, 2, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+    };
+    struct sock_fprog prog = {sizeof(filter) / sizeof(*filter), filter};
+    TRY(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) == 0, "seccomp");
+}
+
 /* Before the command: what every command of this zygote gets. */
 static void prepare(int *cg, int ncg)
 {
@@ -162,6 +198,7 @@ static void run(struct turn *t)
     TRY(chdir(profile.cwd) == 0, "chdir %s", profile.cwd);
     take_identity();
     TRY(prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == 0, "PDEATHSIG");  /* reset by setresuid */
+    deny_keyrings();  /* after no_new_privs (take_identity), which it needs */
     /* Nothing of the zygote's stays open: its socket, pidfds, procfs, stages, requests. */
     if (errw > 3)
         syscall(SYS_close_range, 3, errw - 1, 0);

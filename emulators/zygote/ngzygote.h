@@ -6,10 +6,14 @@
 #include <sys/types.h>
 
 #define MAX_MSG 65536
-#define MAX_TOKENS 4096
+/* As many tokens and arguments as a message can hold (an empty one is a single NUL): an
+ * argv is bounded by the message's size alone, never by its count, so that no argv an
+ * agent may send (kubectl: a 16 KiB line, ~8000 arguments) fails here as a jail that could
+ * not start (EnvironmentFailure) where bubblewrap runs it. */
+#define MAX_TOKENS MAX_MSG
 #define MAX_FDS 16
 #define MAX_LIST 64  /* binds, tmpfs, writable sysctls, environment entries */
-#define MAX_ARGS 512
+#define MAX_ARGS MAX_TOKENS
 #define ERR_LEN 512
 #define MAX_STAGES 64
 

@@ -113,6 +113,7 @@ int parse(struct msg *m, struct turn *t, char *err)
     };
     memset(t, 0, sizeof(*t));
     t->out = t->in = t->net = -1;
+    errno = 0;  /* what fmt adds to a refusal here would be some earlier call's */
     int used = 0;
     if (m->ntok < 1 || strcmp(m->tok[0], "run") != 0) {
         fmt(err, "not a command: %.40s", m->ntok ? m->tok[0] : "");
