@@ -158,6 +158,7 @@ def task_text(task: str, vocabulary: Vocabulary | None = None) -> str:
     if task != "localize":
         raise ValueError(f"task_text is for detect and localize, not {task}")
     words = vocabulary.text() if vocabulary is not None else "(none)"
+    device = f'A cause\'s "device" is {vocabulary.device}.\n' if vocabulary is not None else ""
     return (
         "Task: the network does not meet its intent. Name every root cause: each "
         "deviation from the stated intent that makes it fail, never a symptom or an "
@@ -165,7 +166,8 @@ def task_text(task: str, vocabulary: Vocabulary | None = None) -> str:
         'End with your answer: {"answer": {"healthy": false, "causes": [{"device": "...", '
         '"component": "...", "kind": "..."}]}}, at most '
         f"{MAX_CAUSES} causes. Scoring: a true cause missing scores 0; otherwise the share "
-        "of the causes named that are true.\nThe kinds, with the component each names:\n" + words
+        f"of the causes named that are true.\n{device}"
+        "The kinds, with the component each names:\n" + words
     )
 
 

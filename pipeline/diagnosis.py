@@ -52,9 +52,12 @@ class Label:
 @dataclass(frozen=True)
 class Vocabulary:
     """The fault kinds an app's answers may name (at one level), in the order prompts list
-    them; kinds are lower-case ids, distinct."""
+    them; kinds are lower-case ids, distinct. `device` says what a cause's "device" names
+    in this app (localize prompts state it: a player guessed the workload where k8s means
+    the namespace, and every such answer scored 0)."""
 
     labels: tuple[Label, ...]
+    device: str = "the machine the cause is on (a router, switch or host), by its name in the lab"
 
     def __post_init__(self) -> None:
         if not self.labels:

@@ -311,7 +311,9 @@ class K8sApp:
 
     def tier_generator(self) -> TierGenerator:
         if self._tiers is None:
-            self._tiers = TierGenerator(self.name, self.cfg.task, self.cfg.size, self.cfg.estate)
+            self._tiers = TierGenerator(
+                self.name, self.cfg.task, self.cfg.size, self.cfg.estate, self.cfg.output_bytes
+            )
         return self._tiers
 
     def generator(self) -> K8sQueryGenerator:

@@ -64,9 +64,15 @@ class TierGenerator:
     """Queries of levels 6-8 for one app config (task, optional size)."""
 
     def __init__(
-        self, app_name: str, task: str, size: str | None = None, estate: int | None = None
+        self,
+        app_name: str,
+        task: str,
+        size: str | None = None,
+        estate: int | None = None,
+        output_bytes: int = 16384,
     ) -> None:
         self.app_name = app_name
+        self.output_bytes = output_bytes  # what one command's output shows (the prompt says)
         self.task = task
         self.size = size
         self.estate = estate
@@ -172,7 +178,7 @@ class TierGenerator:
             intent.describe(es)
             + intent.exceptions([b.note for b in got.benign])
             + "\n\n"
-            + intent.task(self.task, tier, report, vocabulary())
+            + intent.task(self.task, tier, report, vocabulary(), self.output_bytes)
         )
         gt: dict[str, Any] = {
             "cluster": got.spec.ref,

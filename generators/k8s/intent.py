@@ -179,11 +179,13 @@ def task(
     tier: Tier,
     report: str,
     vocabulary: Vocabulary,
+    output_bytes: int,
 ) -> str:
     """What the prompt asks, after the intent."""
     budget = (
         f"You have {tier.turns} turns and may read {tier.read_kib} KiB of command output in "
-        "all (past that, commands still run but their output is withheld)."
+        "all (past that, commands still run but their output is withheld); one command's "
+        f"output shows its first {output_bytes} bytes."
     )
     if task_kind == "mitigate":
         return (

@@ -101,4 +101,7 @@ CLOSED_ONLY = tuple(k.id for k in KINDS if k.closed_only)
 
 def vocabulary() -> Vocabulary:
     """Every kind of levels 6-8, in the order prompts list them."""
-    return Vocabulary(tuple(k.label() for k in KINDS))
+    return Vocabulary(
+        tuple(k.label() for k in KINDS),
+        device="the namespace its component stands in (for a namespace: its own name)",
+    )
