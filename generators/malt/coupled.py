@@ -352,6 +352,8 @@ def fill_judge(task: FillTask, plan: Plan) -> tuple[list[str], Value]:
         )
     gained = cost = items = 0
     for name, vector in sorted(plan.items()):
+        if name in existing and not any(vector):
+            continue  # an existing switch that takes nothing is left as it is
         sw = existing.get(name, Switch(name, 0, 0, 0))
         ports = sw.ports + sum(vector)
         power = sw.watts + sum(w * a for (_, _, w), a in zip(task.optics, vector, strict=True))

@@ -62,7 +62,12 @@ def apply(spec: Spec, view: View, order: int = 1) -> None:
         raise Redraw("the exact search is larger than the budget") from exc
     if found is None:
         raise Redraw("no plan meets every rule")
-    _APPLY[type(task)](spec, task, found[1], view)
+    realize(spec, task, found[1], view)
+
+
+def realize(spec: Spec, task: Any, plan: Plan, view: View) -> None:
+    """Make `plan` (any plan for `task`, e.g. a greedy rule's) on `view`."""
+    _APPLY[type(task)](spec, task, plan, view)
 
 
 def _add_vectors(view: View, plan: Plan, types: tuple[int, ...]) -> None:
