@@ -61,6 +61,15 @@ def bench_malt_plans(data: Path) -> dict[str, Any]:
     return planbench.run_plans(ROOT.parent / "shared" / "data")
 
 
+def bench_malt_coupled(data: Path) -> dict[str, Any]:
+    """MALT levels 6-8 (coupled constraints): 1,000 queries per level of malt, malt_google
+    and malt small: generation time and the greedy filter's rejections, the oracle and the
+    null agent through the sandbox, variety, capacity (generators/malt/coupledbench.py)."""
+    from generators.malt import coupledbench
+
+    return coupledbench.run_coupled(ROOT.parent / "shared" / "data")
+
+
 def bench_sandbox(data: Path) -> dict[str, Any]:
     """Per-run overhead of the agent-code sandbox on a ~5.5k-node graph."""
     from emulators.pysandbox import bench
@@ -317,6 +326,7 @@ BENCHMARKS: dict[str, Bench] = {
     "malt": bench_malt,
     "malt_verdicts": bench_malt_verdicts,
     "malt_plans": bench_malt_plans,
+    "malt_coupled": bench_malt_coupled,
     "sandbox": bench_sandbox,
     "smoke": bench_smoke,
     "serving": bench_serving,

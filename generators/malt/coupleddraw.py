@@ -58,7 +58,6 @@ class CoupledDrawer:
         self.ix = index
         self.read = Reader.of(index)
         self.blocks = tuple(sorted(index.by_kind[S.EK_AGG_BLOCK] + index.by_kind[S.EK_SPINEBLOCK]))
-        self.superblocks = index.by_kind[S.EK_SUPERBLOCK]
         speeds = {a[S.A_CAPACITY] for n, a in index.attrs.items() if S.EK_PORT in index.kinds[n]}
         # Drains move the ports a switch has: with one port speed in the whole topology
         # (Google's example) every drained port is alike and a greedy packing is optimal.
@@ -196,14 +195,11 @@ class CoupledDrawer:
         }
 
     def shared_budget_two_blocks(self, rng: random.Random) -> dict[str, Any]:
-        superblock = _pick(rng, self.superblocks)
-        blocks = list(self.ix.members(superblock, S.EK_AGG_BLOCK))
-        if len(blocks) < 2:
-            raise Redraw("a superblock of one aggregation block")
-        pair = sorted(rng.sample(blocks, 2))
-        stage = _pick(
-            rng, sorted(set(stages_of(self.read, pair[0])) & set(stages_of(self.read, pair[1])))
-        )
+        if len(self.blocks) < 2:
+            raise Redraw("a fabric of one block")
+        pair = sorted(rng.sample(self.blocks, 2))  # any two blocks of the site share a store
+        common = set(stages_of(self.read, pair[0])) & set(stages_of(self.read, pair[1]))
+        stage = _pick(rng, sorted(common))
         lowest = min(self.speeds(self.group(pair[0], stage) + self.group(pair[1], stage)))
         optics = self.catalogue(rng, lowest, rng.randint(2, 3))
         per_switch = rng.randint(1, 3)

@@ -27,6 +27,10 @@ def _watts(spec: Spec) -> str:
     )
 
 
+def _ports(count: int) -> str:
+    return f"{count} port" + ("s" if count != 1 else "")
+
+
 def _optics(pairs: list) -> str:
     return "; ".join(f"{s} bps at a cost of {c}" for s, c in pairs)
 
@@ -55,7 +59,7 @@ def _upgrade_rules(spec: Spec) -> str:
         "An upgrade replaces a port's optic with a faster one from this catalogue, and the "
         "port's physical_capacity_bps becomes the optic's speed: "
         f"{_optics(spec['optics'])} (per optic installed). A port may take an optic only if it "
-        f"is now below that optic's speed, and at most {spec['per_switch']} ports may be "
+        f"is now below that optic's speed, and at most {_ports(spec['per_switch'])} may be "
         "upgraded per packet switch"
     )
 
