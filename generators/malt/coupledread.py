@@ -8,11 +8,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from generators.malt import schema as S
 from generators.malt.planbase import port_number
 
 PS, PORT = S.EK_PACKET_SWITCH, S.EK_PORT
+_READERS: WeakKeyDictionary[Any, Reader] = WeakKeyDictionary()
 
 
 class Reader:
@@ -22,20 +24,32 @@ class Reader:
     def __init__(self, members: Callable[[str, str], Sequence[str]], attrs: Mapping) -> None:
         self._members = members
         self._attrs = attrs
+        self._switches: dict[str, list[str]] = {}
+        self._ports: dict[str, list[str]] = {}
 
     @classmethod
     def of(cls, source: Any) -> Reader:
-        graph = getattr(source, "graph", None)
-        if graph is not None:  # planbase.Base
-            return cls(source.members, graph._node)
-        ix = getattr(source, "ix", source)  # index.View or index.TopoIndex
-        return cls(ix.members, ix.attrs)
+        """The reader of a base graph, one per source (the base never changes, so what it
+        reads is kept)."""
+        ix = getattr(source, "ix", source)  # an index.View reads its index (the base)
+        found = _READERS.get(ix)
+        if found is None:
+            graph = getattr(ix, "graph", None)  # planbase.Base has one, TopoIndex attrs
+            found = cls(ix.members, graph._node if graph is not None else ix.attrs)
+            _READERS[ix] = found
+        return found
 
     def switches(self, node: str) -> list[str]:
-        return sorted(self._members(node, PS))
+        found = self._switches.get(node)
+        if found is None:
+            found = self._switches[node] = sorted(self._members(node, PS))
+        return found
 
     def ports(self, switch: str) -> list[str]:
-        return sorted(self._members(switch, PORT), key=port_number)
+        found = self._ports.get(switch)
+        if found is None:
+            found = self._ports[switch] = sorted(self._members(switch, PORT), key=port_number)
+        return found
 
     def speed(self, port: str) -> int:
         return int(self._attrs[port][S.A_CAPACITY])
