@@ -4,7 +4,8 @@
 malt_google and malt with `app.size=small`. Per app and level, on seed 0:
 
 - `generate_s`, `generate_cpu_s`: wall and CPU seconds to generate and validate the
-  queries (indices built beforehand, as a DAG job builds them once);
+  queries (indices built beforehand, as a DAG job builds them once); `stopped`: where and
+  why a seed ran out of queries of the level before `count` (a small topology);
 - `kept_share`: queries kept / draws validated (the rest rejected by the checks of
   generator.py: mostly by the greedy filter); `rejected_by`: the reasons, counted;
   `redraws_max`: the most validations one query needed (COUPLED_DRAWS bounds it);
@@ -35,6 +36,7 @@ from generators.malt.generator import COUPLED_LEVELS, MaltQueryGenerator
 from generators.malt.scoring import score
 from generators.malt.topology import load_topology
 from pipeline.core import Query
+from pipeline.errors import QueryGenerationError
 
 COUNT = 1_000
 
@@ -74,16 +76,19 @@ def bench_level(gen: MaltQueryGenerator, box: Any, level: int, count: int) -> di
     log.addHandler(counter)
     try:
         start, cpu = time.perf_counter(), time.process_time()
-        queries = list(gen.generate(level, 0, count))
-        out: dict[str, Any] = {
-            "generate_s": round(time.perf_counter() - start, 1),
-            "generate_cpu_s": round(time.process_time() - cpu, 1),
-        }
+        queries: list[Query] = []
+        out: dict[str, Any] = {}
+        try:
+            queries.extend(gen.generate(level, 0, count))
+        except QueryGenerationError as err:  # the seed's share of the level is used up
+            out["stopped"] = f"after {len(queries)} queries: {str(err)[:300]}"
+        out["generate_s"] = round(time.perf_counter() - start, 1)
+        out["generate_cpu_s"] = round(time.process_time() - cpu, 1)
     finally:
         log.removeHandler(counter)
         log.setLevel(before)
     rejected = sum(counter.reasons.values())
-    out["kept_share"] = round(count / (count + rejected), 4)
+    out["kept_share"] = round(len(queries) / (len(queries) + rejected), 4)
     out["rejected_by"] = dict(counter.reasons.most_common())
     out["redraws_max"] = max(counter.per_query.values(), default=0)
     oracle = null = 0

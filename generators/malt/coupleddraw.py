@@ -17,8 +17,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from generators.malt import schema as S
+from generators.malt.coupledgreedy import promising
 from generators.malt.coupledread import Reader, switch_of, table
-from generators.malt.coupledspec import DRAINS, block_total, stages_of, upgradable
+from generators.malt.coupledspec import DRAINS, block_total, stages_of, task_of, upgradable
 from generators.malt.index import Redraw, TopoIndex
 
 G = 1_000_000_000
@@ -27,6 +28,7 @@ SPEEDS = tuple(g * G for g in (1, 10, 25, 40, 100, 200, 400))
 WATTS = {1: (1, 2), 10: (2, 4), 25: (3, 5), 40: (4, 7), 100: (6, 11), 200: (9, 15), 400: (13, 22)}
 COSTS = {10: (1, 3), 25: (2, 5), 40: (3, 7), 100: (5, 13), 200: (9, 21), 400: (14, 34)}
 MIX_TRIES = 50
+LIMIT_TRIES = 12
 _SWITCH_NAME = re.compile(r"\.s(\d+)c(\d+)$")
 
 
@@ -119,15 +121,21 @@ class CoupledDrawer:
         watts = _increasing(rng, self.speeds([switch, *takers]), WATTS)
         moved = [self.read.speed(p) for p in self.read.ports(switch)]
         per = table(watts)
-        most, top = self.limits(rng, takers, watts, len(moved), sum(per[s] for s in moved))
-        return {
-            "op": "drain_power_binpack",
-            "block": block,
-            "switch": switch,
-            "max_ports": most,
-            "max_watts": top,
-            "watts": watts,
-        }
+        # Limits drawn until a greedy plan is not obviously optimal (coupledgreedy.promising):
+        # cheap, and it keeps the draws the exact filter then rejects from crowding the keys.
+        for _ in range(LIMIT_TRIES):
+            most, top = self.limits(rng, takers, watts, len(moved), sum(per[s] for s in moved))
+            spec = {
+                "op": "drain_power_binpack",
+                "block": block,
+                "switch": switch,
+                "max_ports": most,
+                "max_watts": top,
+                "watts": watts,
+            }
+            if promising(task_of(spec, self.ix)):
+                return spec
+        raise Redraw("every limit drawn leaves a greedy plan optimal")
 
     def catalogue(self, rng: random.Random, above: int, kinds: int) -> list:
         """[[speed, cost], ...]: `kinds` optics faster than `above`, costs increasing."""

@@ -313,3 +313,41 @@ def defeated(task: Any) -> dict[str, str] | str:
         else:
             return f"the greedy rule {name} reaches the optimum"
     return out
+
+
+def _fewest(need: int, room: list[int]) -> int:
+    """The fewest of the `room`s that add up to `need` (len + 1 when they cannot)."""
+    total = 0
+    for k, r in enumerate(sorted(room, reverse=True), 1):
+        if total >= need:
+            return k - 1
+        total += max(0, r)
+    return len(room) if total >= need else len(room) + 1
+
+
+def promising(task: Any) -> bool:
+    """A cheap screen a drawer may use before the exact search: False for a drain no set
+    of switches has the room for, or whose greedy plan keeps every rule and uses no more
+    switches than a lower bound (the most of: the fewest switches whose free slots, or
+    whose watts to spare, could hold the ports), which makes it optimal."""
+    if not isinstance(task, PackTask) or task.balance or task.peak:
+        return True
+    watts = dict(task.watts)
+    bound = 0
+    for group in task.groups:
+        bins = task.bins(group)
+        need_watts = sum(watts[t] * c for t, c in zip(task.types, group.items, strict=True))
+        fewest = max(
+            _fewest(sum(group.items), [slots for slots, _, _ in bins]),
+            _fewest(need_watts, [heads[0] for _, heads, _ in bins]),
+        )
+        if fewest > len(bins):
+            return False  # not even every switch together has the room
+        bound += fewest
+    for rule in RULES[PackTask].values():
+        plan = rule(task)
+        if plan is not None:
+            errs, value = judge(task, plan)
+            if not errs and value[0] <= bound:
+                return False
+    return True
