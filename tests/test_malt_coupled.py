@@ -18,7 +18,7 @@ from generators.malt.app import MaltEpisode
 from generators.malt.config import SIZES, TopologyConfig
 from generators.malt.coupled import judge, optimum
 from generators.malt.coupledgreedy import RULES
-from generators.malt.coupledspec import task_of
+from generators.malt.coupledspec import CATALOGUE, task_of
 from generators.malt.generator import MaltQueryGenerator
 from generators.malt.index import View
 from generators.malt.intended import ground_truth_evidence
@@ -205,6 +205,13 @@ def test_levels_4_and_5_draw_byte_for_byte_as_before():
                 fields = [q.query_id, q.key, q.prompt, q.answer_type, q.operation]
                 digest.update(canonical_json([*fields, q.ground_truth, q.env_key]).encode())
     assert digest.hexdigest() == DIGEST_4_5
+
+
+def test_the_catalogue_lists_every_level_6_to_8_operation_once():
+    assert sorted((e.level, e.operation) for e in CATALOGUE) == sorted(
+        (level, op) for level in LEVELS for op in TEMPLATES[level]
+    )
+    assert {e.family for e in CATALOGUE} == {"malt"} and len({e.id for e in CATALOGUE}) == 6
 
 
 def test_operations_and_weights_select_the_new_templates(gen):

@@ -213,8 +213,9 @@ def test_generation_does_not_depend_on_hash_seed():
 
 
 def test_level_and_count_are_validated(gen):
-    with pytest.raises(ConfigError, match=r"level must be one of \[1, 2, 3, 4, 5\], got 6"):
-        list(gen.generate(6, 0, 1))
+    levels = r"\[1, 2, 3, 4, 5, 6, 7, 8\]"
+    with pytest.raises(ConfigError, match=rf"level must be one of {levels}, got 9"):
+        list(gen.generate(9, 0, 1))
     with pytest.raises(ConfigError, match="count must be a non-negative int"):
         list(gen.generate(1, 0, -1))
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from generators.malt.coupled import CoverBlock, CoverTask, FillTask, PackGroup, PackTask
@@ -36,6 +37,39 @@ Spec = dict[str, Any]
 LEVELS = {level: TEMPLATES[level] for level in (6, 7, 8)}
 KINDS = frozenset(name for names in LEVELS.values() for name in names)
 DRAINS = frozenset({"drain_power_binpack", "drain_blast_radius"})
+FAMILY = "malt"
+
+
+@dataclass(frozen=True)
+class CatalogueEntry:
+    """One task kind as issue 28's catalogue counts it: `malt.<operation>`, family malt."""
+
+    operation: str
+    level: int
+    constraints: str  # what couples the task, and its goals
+    family: str = FAMILY
+
+    @property
+    def id(self) -> str:
+        return f"{self.family}.{self.operation}"
+
+
+CATALOGUE = (
+    CatalogueEntry("drain_power_binpack", 6, "ports and watts per receiver; fewest receivers"),
+    CatalogueEntry("upgrade_knapsack", 6, "optics cost against gain, u per switch; least cost"),
+    CatalogueEntry(
+        "place_two_stage", 7, "ports and watts per switch, equal gain of two stages; fewest"
+    ),
+    CatalogueEntry(
+        "shared_budget_two_blocks", 7, "two targets, u per switch, one shared stock; least cost"
+    ),
+    CatalogueEntry(
+        "drain_blast_radius", 8, "ports, watts, bps per receiver; fewest, then lowest peak W"
+    ),
+    CatalogueEntry(
+        "expand_lexicographic", 8, "target, ports and watts; fewest new, cheapest, fewest ports"
+    ),
+)
 
 
 def drained(spec: Spec) -> list[str]:
