@@ -35,9 +35,11 @@ test: setup  ## run the whole test suite
 test-fast: setup  ## the quick suite while developing: no emulators, no root, no Snakemake
 	$(VENV)/bin/pytest -m "not integration"
 
-lint: setup  ## ruff check and format check
+lint: setup  ## ruff check and format check, the import contracts, mypy on the app API
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy
 
 bench: setup  ## speed benchmarks; writes $(DATA)/bench/*.json
 	$(PY) -m pipeline.bench --data-dir $(DATA)

@@ -6,7 +6,7 @@
 #
 # Stages: plan -> generate -> run -> score -> summarize -> report (one .smk each).
 
-from pipeline.dag import WILDCARDS, STAGE_CMD, Workflow
+from pipeline.dag import ANALYSIS_CMD, WILDCARDS, STAGE_CMD, Workflow
 from pipeline.slurm_executor import patch_status_query
 
 NG = Workflow.from_config(config, main=workflow.is_main_process)

@@ -2,6 +2,8 @@
 
 python -m analysis sql "SELECT agent, avg(correct::INT) FROM episodes GROUP BY agent"
 python -m analysis summary [--grid smoke]
+python -m analysis summarize --grid smoke            # what `snakemake summarize` runs
+python -m analysis report --grid smoke               # what `snakemake report` runs
 python -m analysis tables
 python -m analysis questions                         # the SQL files of analysis/sql/
 python -m analysis ask paired_outcomes -p app=malt -p model_a=none -p agent_a=oracle ...
@@ -10,15 +12,18 @@ python -m analysis ask paired_outcomes -p app=malt -p model_a=none -p agent_a=or
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from collections.abc import Sequence
 
 import duckdb
 
-from analysis.questions import ask, names, question
-from analysis.summary import render, summary
-from analysis.views import RESULT_TABLES, connect, tables
+from analysis.questions import ask, cell_filter, names, question
+from analysis.report.build import build_report
+from analysis.summary import render, summarize_plan, summary
 from pipeline.errors import NetGaugeError
+from pipeline.plan import read_plan
+from pipeline.views import RESULT_TABLES, connect, tables
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -33,6 +38,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_sql.add_argument("--csv", action="store_true", help="print CSV instead of a table")
     p_sum = sub.add_parser("summary", help="per-cell rates with 95 %% intervals")
     p_sum.add_argument("--grid", help="only the cells of this grid (needs its plan file)")
+    p_write = sub.add_parser(
+        "summarize", help="write a grid's summary: <data>/summaries/<grid>.{parquet,md}"
+    )
+    p_write.add_argument("--grid", required=True, help="the plan's name (conf/grid/*.yaml)")
+    p_report = sub.add_parser("report", help="the static report page: <data>/report/index.html")
+    p_report.add_argument("--grid", required=True, help="the plan's name (conf/grid/*.yaml)")
     sub.add_parser("tables", help="list the views and their columns")
     sub.add_parser("questions", help="list the SQL questions (analysis/sql/*.sql)")
     p_ask = sub.add_parser("ask", help="run one SQL question; print the result")
@@ -43,19 +54,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_ask.add_argument("--grid", help="only the cells of this grid (needs its plan file)")
     p_ask.add_argument("--csv", action="store_true", help="print CSV instead of a table")
     args = parser.parse_args(argv)
+    try:
+        return _dispatch(args)
+    except (NetGaugeError, duckdb.Error) as err:  # a wrong name, grid, data dir or query
+        print(f"error: {_one_line(err)}", file=sys.stderr)
+        return 2
 
+
+def _one_line(err: Exception) -> str:
+    """DuckDB's messages run over lines ("... does not exist!\nDid you mean ..."): one line."""
+    return " ".join(line.strip() for line in str(err).splitlines() if line.strip())
+
+
+def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "questions":
         for name in names():
             print(f"{name}: {question(name).text}")
         return 0
     if args.command == "ask":
         return _ask(args)
+    if args.command in ("summarize", "report"):
+        return _write(args)
 
     if args.command == "summary":
         cells = None
         if args.grid:
-            from pipeline.plan import read_plan
-
             cells = read_plan(args.data_dir, args.grid)
         print(render(summary(args.data_dir, cells)))
         return 0
@@ -65,11 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             cols = con.sql(f"DESCRIBE {table}").fetchall()
             print(f"{table}: " + ", ".join(f"{c[0]} {c[1]}" for c in cols))
         return 0
-    try:
-        result = con.sql(args.query)
-    except duckdb.Error as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    result = con.sql(args.query)
     if result is None:
         return 0
     if args.csv:
@@ -79,9 +98,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def _ask(args: argparse.Namespace) -> int:
-    from analysis.questions import cell_filter
+def _write(args: argparse.Namespace) -> int:
+    """The DAG's last two stages: the summary files, then the report page."""
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        if args.command == "summarize":
+            print(summarize_plan(args.data_dir, args.grid))
+        else:
+            print(build_report(args.data_dir, args.grid))
+    except NetGaugeError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return 0
 
+
+def _ask(args: argparse.Namespace) -> int:
     params: dict[str, object] = {}
     for item in args.param:
         key, sep, value = item.partition("=")
@@ -92,12 +125,10 @@ def _ask(args: argparse.Namespace) -> int:
     cells = None
     try:
         if args.grid:
-            from pipeline.plan import read_plan
-
             cells = read_plan(args.data_dir, args.grid)
         result = ask(connect(args.data_dir), args.name, params, where=cell_filter(cells))
     except (NetGaugeError, duckdb.Error) as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {_one_line(err)}", file=sys.stderr)
         return 2
     if args.csv:
         result.to_csv(sys.stdout, index=False)

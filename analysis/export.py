@@ -42,8 +42,7 @@ from typing import Any
 from omegaconf import DictConfig
 from tqdm import tqdm
 
-from analysis.views import connect
-from pipeline.build import make_app
+from pipeline.build import app_version, make_app
 from pipeline.cells import data_root
 from pipeline.config import compose, load_choice, to_plain
 from pipeline.core import App, Query, StepStatus
@@ -54,6 +53,7 @@ from pipeline.play import play_oracle
 from pipeline.querygen import SEED_SLOTS
 from pipeline.records import code_version
 from pipeline.splits import SPLITS, seeds_of, split_of
+from pipeline.views import connect
 
 log = logging.getLogger(__name__)
 LIST_KEYS = ("level", "seed")
@@ -220,7 +220,7 @@ def sft_records(
                 "seed": query.seed,
                 "operation": query.operation,
                 "answer_type": query.answer_type,
-                "app_version": app.version,
+                "app_version": app_version(cfg),
                 "query_key": query.key,
                 "split": split_of(query.seed),
             }

@@ -26,9 +26,9 @@ from typing import Any
 import duckdb
 import pandas as pd
 
-from analysis.views import columns
 from pipeline.cells import Cell
 from pipeline.errors import ConfigError, DataError
+from pipeline.views import columns
 
 SQL_DIR = Path(__file__).with_name("sql")
 _REQUIRES = re.compile(r"^(?P<table>[a-z_][a-z0-9_]*)\s*(?:\((?P<cols>[^)]*)\))?$")

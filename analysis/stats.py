@@ -1,6 +1,6 @@
 """Statistics over the result views: rates with 95 % intervals, overlap, paired tests.
 
-Every function takes a DuckDB connection from `analysis.views.connect` and, optionally,
+Every function takes a DuckDB connection from `pipeline.views.connect` and, optionally,
 the cells to include (a grid's plan; all episodes when None). The counting is SQL (one
 question per file in `analysis/sql/`); the intervals and tests come from maintained
 libraries: statsmodels (`proportion_confint`: normal/SEM and Wilson; `mcnemar`) and

@@ -12,11 +12,13 @@ from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from analysis.stats import cell_metrics, intervals
-from analysis.views import connect
 from pipeline.cells import Cell, Layout, data_root
 from pipeline.files import replacing
+from pipeline.plan import read_plan
+from pipeline.views import connect
 
 __all__ = ["intervals", "render", "summarize_plan", "summary"]
 
@@ -36,6 +38,7 @@ def render(table: pd.DataFrame) -> str:
         return "(no episodes yet)"
     show_queries = table["queries"].nunique() > 1
     show_variant = set(table["variant"]) != {"base"}
+    show_task = set(table["task"]) != {"mitigate"}  # a score only where a task has one
     rows = []
     for r in table.itertuples(index=False):
         rows.append(
@@ -46,6 +49,7 @@ def render(table: pd.DataFrame) -> str:
                 "level": r.level,
                 **({"queries": r.queries} if show_queries else {}),
                 **({"variant": r.variant} if show_variant else {}),
+                **({"task": r.task} if show_task else {}),
                 "n": r.n,
                 "distinct": r.n_distinct,
                 "correct [normal 95%] [wilson 95%]": _rate(
@@ -62,6 +66,7 @@ def render(table: pd.DataFrame) -> str:
                     r.safe_wilson_lo,
                     r.safe_wilson_hi,
                 ),
+                **({"score": f"{r.mean_score:.3f}"} if show_task else {}),
                 "turns": f"{r.mean_turns:.2f}",
                 "latency_s": f"{r.mean_latency_s:.4f}",
                 "outcomes": r.outcomes,
@@ -94,13 +99,9 @@ def _rate(rate: float, nlo: float, nhi: float, wlo: float, whi: float) -> str:
 
 def summarize_plan(data_dir: str | Path, grid: str) -> str:
     """Summarise a grid's cells; write the summary shard and text; return the text."""
-    from pipeline.plan import read_plan
-
     layout = Layout(data_root(data_dir))
     table = summary(data_dir, read_plan(data_dir, grid))
     path = layout.summary(grid)
-    import pyarrow.parquet as pq
-
     with replacing(path) as tmp:
         pq.write_table(pa.Table.from_pandas(table, preserve_index=False), tmp)
     text = f"NetGauge summary, grid '{grid}' ({len(table)} rows)\n\n{render(table)}\n"

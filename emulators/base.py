@@ -6,11 +6,14 @@ on, its IPv4 addresses, sysctls, and startup commands. Mininet (emulators/minine
 Kathará (emulators/kathara/) run labs, both on the machinery they share in
 emulators/namespaced.py; both pass tests/test_emulator_contract.py.
 
-Naming scheme: the lab names devices (`r0`, `h1_1`), interfaces (`<device>-eth<k>`) and
-domains (`s1`); these are the names an agent sees. A backend instance maps them to
-names of its own that carry a per-instance prefix (`ngr` + 5 hex digits, see
-emulators/instances.py), so many instances run at once and leftovers of a dead one can
-be found by prefix.
+Naming scheme: the lab names devices (`r0`, `h1_1`), interfaces (`<device>-eth<k>`),
+bridges inside a device (`v10`) and domains (`s1`); these are the names an agent sees.
+A domain listed in `Lab.direct` has exactly two interfaces and is wired as one veth pair,
+without a switch between them (a routed point-to-point link costs no switch node); a
+backend may still bridge it, which an L2 segment of two ends cannot tell apart. A backend
+instance maps the names to its own that carry a per-instance prefix (`ngr` + 5 hex
+digits, see emulators/instances.py), so many instances run at once and leftovers of a
+dead one can be found by prefix.
 
 An emulator is used as a context manager: entering reserves the instance (its prefix),
 leaving stops everything it started, also on error.
@@ -29,8 +32,8 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, fields
 from types import TracebackType
 from typing import Protocol, Self
 
@@ -55,20 +58,60 @@ NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,11}$")  # device names
 DOMAIN_RE = re.compile(r"^[a-z][a-z0-9_]{0,6}$")  # domains: a backend may prefix them to 15
 
 
+ALIAS_RE = re.compile(r"^[ -~]{0,200}$")  # printable ASCII; the kernel holds up to 255 bytes
+
+
+def _repr_without_defaults(*names: str) -> Callable[[type], type]:
+    """A dataclass repr that leaves out the fields `names` while they hold their defaults:
+    the wiring fields came later, and a lab without them reads (and digests, as golden
+    tests pin it) exactly as before."""
+
+    def decorate(cls: type) -> type:
+        def __repr__(self: object) -> str:
+            shown = [
+                f"{f.name}={getattr(self, f.name)!r}"
+                for f in fields(cls)  # type: ignore[arg-type]
+                if f.name not in names or getattr(self, f.name) != f.default
+            ]
+            return f"{cls.__qualname__}({', '.join(shown)})"
+
+        cls.__repr__ = __repr__  # type: ignore[method-assign]
+        return cls
+
+    return decorate
+
+
+@_repr_without_defaults("alias", "up")
 @dataclass(frozen=True)
 class Interface:
     name: str  # e.g. "r0-eth1"; unique within its device
     domain: str  # the collision domain (switch) this interface is plugged into
     addresses: tuple[str, ...] = ()  # IPv4 with prefix length, e.g. ("10.0.1.1/24",)
+    alias: str = ""  # its description (`ip link set DEV alias TEXT`); "" for none
+    up: bool = True  # admin state after build (a spare port is kept down)
 
 
+@dataclass(frozen=True)
+class Bridge:
+    """A Linux bridge inside a device (a switch's VLAN, a router's SVI), created at build
+    with its ports enslaved, then its addresses."""
+
+    name: str  # an interface name of the device, e.g. "v10"
+    ports: tuple[str, ...]  # names of the device's interfaces it enslaves
+    addresses: tuple[str, ...] = ()
+    alias: str = ""
+
+
+@_repr_without_defaults("bridges", "loopbacks")
 @dataclass(frozen=True)
 class Device:
     name: str  # e.g. "r0", "h1_1"
     interfaces: tuple[Interface, ...]
     sysctls: tuple[tuple[str, str], ...] = ()  # (key, value), applied in order at build
     startup: tuple[tuple[str, ...], ...] = ()  # argv lists run after addresses, in order
-    role: str = "host"  # "router" or "host"; informative (prompts, reports)
+    role: str = "host"  # "router", "switch" or "host"; informative (prompts, reports)
+    bridges: tuple[Bridge, ...] = ()  # made after the interfaces, before the sysctls
+    loopbacks: tuple[str, ...] = ()  # addresses with prefix length on `lo` (router-ids)
 
     def address(self, domain: str | None = None) -> str | None:
         """The first address (without prefix) on `domain`, or on any interface."""
@@ -78,10 +121,12 @@ class Device:
         return None
 
 
+@_repr_without_defaults("direct")
 @dataclass(frozen=True)
 class Lab:
     name: str  # the topology id, e.g. "routing-4x3"
     devices: tuple[Device, ...]
+    direct: tuple[str, ...] = ()  # domains wired as one veth pair (see the module docstring)
 
     @property
     def domains(self) -> tuple[str, ...]:
@@ -132,15 +177,57 @@ class Lab:
                         f"lab {self.name}: bad interface {intf.name!r} or domain {intf.domain!r} "
                         f"on {device.name} (interfaces: 1-15 characters, domains: 1-7)"
                     )
-                for address in intf.addresses:
+            self._validate_extras(device)
+            for owner, addresses in [
+                *((i.name, i.addresses) for i in device.interfaces),
+                *((b.name, b.addresses) for b in device.bridges),
+                ("lo", device.loopbacks),
+            ]:
+                for address in addresses:
                     try:
                         ipaddress.IPv4Interface(address)
                     except ValueError as err:
-                        raise ConfigError(
-                            f"lab {self.name}: {device.name} {intf.name}: {err}"
-                        ) from err
+                        raise ConfigError(f"lab {self.name}: {device.name} {owner}: {err}") from err
         if any(d in names for d in self.domains):
             raise ConfigError(f"lab {self.name}: a domain has the name of a device")
+        ends: dict[str, list[str]] = {}
+        for device in self.devices:
+            for intf in device.interfaces:
+                ends.setdefault(intf.domain, []).append(device.name)
+        for domain in self.direct:
+            if len(ends.get(domain, [])) != 2 or len(set(ends[domain])) != 2:
+                raise ConfigError(
+                    f"lab {self.name}: direct domain {domain!r} joins {ends.get(domain, [])}; "
+                    "a direct domain joins exactly two interfaces of two devices"
+                )
+
+    def _validate_extras(self, device: Device) -> None:
+        """Bridges, aliases and loopbacks of one device."""
+        intfs = {i.name for i in device.interfaces}
+        enslaved: set[str] = set()
+        for bridge in device.bridges:
+            if not IFNAME_RE.match(bridge.name) or bridge.name in intfs | {"lo"}:
+                raise ConfigError(
+                    f"lab {self.name}: {device.name} bridge {bridge.name!r}: a free interface "
+                    "name of 1-15 characters"
+                )
+            intfs.add(bridge.name)
+            for port in bridge.ports:
+                if port not in {i.name for i in device.interfaces} or port in enslaved:
+                    raise ConfigError(
+                        f"lab {self.name}: {device.name} bridge {bridge.name}: port {port!r} "
+                        "is not an interface of the device, or is in another bridge"
+                    )
+                enslaved.add(port)
+        for name, alias in [
+            *((i.name, i.alias) for i in device.interfaces),
+            *((b.name, b.alias) for b in device.bridges),
+        ]:
+            if not ALIAS_RE.match(alias):
+                raise ConfigError(
+                    f"lab {self.name}: {device.name} {name}: alias {alias[:40]!r} is not "
+                    "printable ASCII of at most 200 characters"
+                )
 
 
 @dataclass(frozen=True)

@@ -98,8 +98,22 @@ def dead_prefixes(state_dir: Path) -> Iterator[str]:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 continue  # alive
+            if not _still_named(fd, path):
+                continue  # released meanwhile: the name may be a new instance's now
             yield prefix
             shutil.rmtree(state_dir / prefix, ignore_errors=True)  # its script folder
             path.unlink(missing_ok=True)
         finally:
             os.close(fd)
+
+
+def _still_named(fd: int, path: Path) -> bool:
+    """Whether the lock file open as `fd` is still the one at `path`. An instance deletes
+    its lock file before it drops the lock, so a file opened just before that is locked
+    here once it is no longer the instance's name, which a new instance may hold by then."""
+    try:
+        named = os.stat(path)
+    except FileNotFoundError:
+        return False
+    mine = os.fstat(fd)
+    return (named.st_dev, named.st_ino) == (mine.st_dev, mine.st_ino)

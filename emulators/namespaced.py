@@ -32,8 +32,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, ClassVar, Self
 
-from emulators import state
-from emulators.base import CommandResult, Lab, Reachability
+from emulators import state, state_restore
+from emulators.base import CommandResult, Device, Lab, Reachability
 from emulators.instances import Instance
 from emulators.probe import Flow, Prober
 from emulators.setns import open_netns
@@ -42,6 +42,25 @@ from pipeline.errors import EnvironmentFailure
 log = logging.getLogger(__name__)
 BASE_SYSCTLS = ("net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1")
 SCRIPT_TIMEOUT_S = 30.0
+
+
+def _extras(device: Device) -> list[str]:
+    """Commands for a device's bridges (made, ports enslaved, up, addressed), loopback
+    addresses and interface descriptions; before its sysctls, which may name a bridge."""
+    cmds = []
+    for bridge in device.bridges:
+        name = shlex.quote(bridge.name)
+        cmds.append(f"ip link add name {name} type bridge")
+        cmds += [f"ip link set dev {shlex.quote(p)} master {name}" for p in bridge.ports]
+        cmds.append(f"ip link set dev {name} up")
+        cmds += [f"ip addr add {shlex.quote(a)} brd + dev {name}" for a in bridge.addresses]
+    cmds += [f"ip addr add {shlex.quote(a)} dev lo" for a in device.loopbacks]
+    for owner in (*device.interfaces, *device.bridges):
+        if owner.alias:
+            cmds.append(
+                f"ip link set dev {shlex.quote(owner.name)} alias {shlex.quote(owner.alias)}"
+            )
+    return cmds
 
 
 class NamespaceEmulator(ABC):
@@ -99,6 +118,11 @@ class NamespaceEmulator(ABC):
     def stop(self) -> None:
         """Tear down what the backend started, then `_forget`; idempotent."""
 
+    @abstractmethod
+    def _check_alive(self) -> None:
+        """Raise EnvironmentFailure naming a device whose process is gone (the lab is no
+        longer the lab); called around every probe."""
+
     @classmethod
     @abstractmethod
     def cleanup_stale(cls) -> list[str]:
@@ -142,8 +166,9 @@ class NamespaceEmulator(ABC):
             cmds = [f"sysctl -qw {kv}" for kv in BASE_SYSCTLS] + ["ip link set lo up"]
             for intf in device.interfaces:
                 name = shlex.quote(intf.name)
-                cmds.append(f"ip link set dev {name} up")
+                cmds.append(f"ip link set dev {name} {'up' if intf.up else 'down'}")
                 cmds += [f"ip addr add {shlex.quote(a)} brd + dev {name}" for a in intf.addresses]
+            cmds += _extras(device)
             cmds += [f"sysctl -qw {shlex.quote(f'{k}={v}')}" for k, v in device.sysctls]
             cmds += [shlex.join(argv) for argv in device.startup]
             scripts[device.name] = " && ".join(cmds)
@@ -207,7 +232,10 @@ class NamespaceEmulator(ABC):
 
     def probe(self, flows: Sequence[Flow]) -> dict[Flow, bool]:
         self._running()
-        return self.prober.probe(flows)
+        self._check_alive()
+        results = self.prober.probe(flows)
+        self._check_alive()  # a lab that lost a node meanwhile is judged by no probe
+        return results
 
     # -- snapshot and reset ------------------------------------------------------------
     def _dump(
@@ -230,8 +258,12 @@ class NamespaceEmulator(ABC):
             if device in devices:
                 try:
                     dumps[device] = state.parse_dump(out, self._healthy.get(device))
-                except ValueError as exc:
-                    raise EnvironmentFailure(f"reading the state of {device}: {exc}") from exc
+                except (ValueError, KeyError, TypeError, AttributeError) as exc:
+                    # A dump that does not read as one (a tool's output an agent's change
+                    # made unexpected): the lab's state is unknown, so it is not reused.
+                    raise EnvironmentFailure(
+                        f"reading the state of {device}: {type(exc).__name__}: {exc}"
+                    ) from exc
         return dumps
 
     def snapshot(self) -> None:
@@ -255,7 +287,7 @@ class NamespaceEmulator(ABC):
             if not pending:
                 break
             scripts = {
-                d: f"{state.restore_script(self._healthy[d], now)}; {state.FLUSH_SCRIPT}"
+                d: f"{state_restore.restore_script(self._healthy[d], now)}; {state.FLUSH_SCRIPT}"
                 for d, now in pending.items()
             }
             after = self._dump(sorted(scripts), scripts)

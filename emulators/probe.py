@@ -42,29 +42,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
+from emulators.flow import PROTOCOLS, Flow
+from emulators.probe_round import Round
 from pipeline.errors import EnvironmentFailure
 
-PROTOCOLS = ("icmp", "tcp", "udp")
-ECHO_PORT = 7
-PAYLOAD_BYTES = 56
+# Flow and its constants are defined in emulators/flow.py, which a round imports too.
+__all__ = ["PROTOCOLS", "Flow", "Prober", "table_fulls"]
+
 NEIGH_STATS = Path("/proc/net/stat/arp_cache")
 MAX_WAIT_S = 4.0  # the longest wait of one round
 CROWDED_S = 30.0  # how long rounds may go on while the neighbour table overflows
-
-
-@dataclass(frozen=True, order=True)
-class Flow:
-    source: str  # the device that sends
-    target: str  # the device that must answer
-    address: str  # the IPv4 address probed
-    protocol: str = "icmp"  # icmp | tcp | udp
-
-    def __post_init__(self) -> None:
-        if self.protocol not in PROTOCOLS:
-            raise ValueError(f"flow protocol {self.protocol!r}: choose one of {PROTOCOLS}")
 
 
 class Prober:
@@ -78,8 +67,6 @@ class Prober:
 
     def probe(self, flows: Sequence[Flow]) -> dict[Flow, bool]:
         """Flow -> whether it succeeded; see the module docstring for the rounds."""
-        from emulators.probe_round import Round
-
         unknown = sorted({d for f in flows for d in (f.source, f.target)} - set(self.netns))
         if unknown:
             raise ValueError(f"no namespace for devices {unknown}")

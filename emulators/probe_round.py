@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from emulators.probe import ECHO_PORT, PAYLOAD_BYTES, Flow
+from emulators.flow import ECHO_PORT, PAYLOAD_BYTES, Flow
 from emulators.setns import entered
 
 DRAIN_S = 1.0  # the longest a round reads what arrived after its wait
@@ -36,6 +36,8 @@ TRANSIENT = {errno.ENOBUFS, errno.ENOMEM, errno.EAGAIN}
 MAGIC = b"NGprobe!"
 _ECHO_REPLY, _UNREACHABLE, _ECHO_REQUEST, _TIME_EXCEEDED = 0, 3, 8, 11
 _SOL_RAW, _ICMP_FILTER = 255, 1
+_IP_PKTINFO = 8  # Linux's IP_PKTINFO (Python 3.11's socket module does not name it)
+_PKTINFO = struct.Struct("=I4s4s")  # struct in_pktinfo: ifindex, spec_dst, addr
 _LINGER_RESET = struct.pack("ii", 1, 0)
 _round_ids = itertools.count(int.from_bytes(os.urandom(2), "big"))
 
@@ -128,6 +130,8 @@ class Round:
                     continue
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
                 sock.bind(("0.0.0.0", ECHO_PORT))
+                if kind == "udp":  # to answer from the address probed (see _on_udp_server)
+                    sock.setsockopt(socket.IPPROTO_IP, _IP_PKTINFO, 1)
                 if kind == "tcp":
                     sock.listen(1024)
                     self._watch(sock, self._on_accept, device)
@@ -283,9 +287,12 @@ class Round:
             self.kept.append(conn)
 
     def _on_udp_server(self, sock: socket.socket, device: object) -> None:
+        """Echo each datagram from the address it was sent to: a reply from the address
+        routing would pick (the outgoing interface's) is not the probed address's answer,
+        and a router's loopback or other-side address would never seem to answer."""
         while True:
             try:
-                data, peer = sock.recvfrom(2048)
+                data, ancillary, _, peer = sock.recvmsg(2048, socket.CMSG_SPACE(_PKTINFO.size))
             except (BlockingIOError, InterruptedError):
                 return
             except OSError:  # an ICMP error of an earlier echo; not a datagram
@@ -293,8 +300,13 @@ class Round:
             index = self.index_of(data)
             if index is not None and self.flows[index].protocol == "udp":
                 self._arrived_at(index, device)
+                source = [
+                    (socket.IPPROTO_IP, _IP_PKTINFO, _PKTINFO.pack(0, _PKTINFO.unpack(d)[2], b""))
+                    for level, kind, d in ancillary
+                    if level == socket.IPPROTO_IP and kind == _IP_PKTINFO
+                ]
                 with contextlib.suppress(OSError):  # refused on its way: the source waits
-                    sock.sendto(data, peer)
+                    sock.sendmsg([data], source, 0, peer)
 
     def _on_client(self, sock: socket.socket, tag: object) -> None:
         index = int(tag)  # type: ignore[call-overload]

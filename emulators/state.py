@@ -1,9 +1,10 @@
-"""The network state of one device: dumped in one run, compared, and restored by script.
+"""The network state of one device: dumped in one run, parsed and compared.
 
 Backend-neutral: NamespaceEmulator (namespaced.py) runs these scripts in a device's
-network namespace, whatever runs it. A dump is one line of shell (`dump_script`); it is
-parsed into sections, which together hold every attribute an allowed command
-(emulators/netcmd/) can change:
+network namespace, whatever runs it, and state_restore.py writes the script that turns
+a state back into the healthy one. A dump is one line of shell (`dump_script`); it is
+parsed into sections, which together hold every kind of state an allowed command can
+change (emulators/netcmd/effects.py names them; COVERS says which section holds each):
 
   link      per interface: admin state, MTU, MAC, the ARP, promiscuous, multicast and
             allmulticast flags, txqueuelen, alias, master (ip link set, ifconfig);
@@ -11,43 +12,69 @@ parsed into sections, which together hold every attribute an allowed command
             broadcast, anycast, scope, label (ifconfig's `eth0:1`), metric, flags
             (deprecated, noprefixroute, ...) and whether the lifetime is finite (the
             seconds left count down, so only forever or not is compared);
+  addr6     IPv6 addresses, the same way (a device's IPv6 is off, but a sysctl turns it on);
   route     IPv4 routes of every table, with their metrics (ip route, route);
+  route6    IPv6 routes of every table (ip route, route -6: unreachable, blackhole and
+            prohibit routes need no IPv6 on any interface);
   rule      IPv4 policy rules;
-  neigh     proxy neighbour entries (ip neigh add proxy, arp -s ... pub): these survive
-            a neighbour flush;
-  qdisc     qdiscs (filters and classes hang off a qdisc, and go with it);
+  rule6     IPv6 policy rules;
+  neigh     proxy neighbour entries of both families (ip neigh add proxy, arp -s ...
+            pub): these survive a neighbour flush;
+  qdisc     qdiscs, with their options;
+  tcobj     the classes and filters of every qdisc that can hold them (a default qdisc
+            cannot, so a lab without qdiscs of its own runs no tc for these);
   iptables  every non-empty table, counters dropped; `tables` lists every table that
             exists, empty or not (an empty nat table still hooks conntrack and NAT in);
   sysctl    every readable file under /proc/sys/net except the volatile ones.
 
-Other neighbour entries and the route cache are not state: `FLUSH_SCRIPT` empties them on
-every device at each reset.
+Other neighbour entries (permanent and noarp ones included, of both families) and the
+route cache are not compared: `FLUSH_SCRIPT` empties them on every device at each reset.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import shlex
 from typing import Any
 
 from pipeline.core import canonical_json
 
 # Files that change on their own (counters, per-boot secrets, conntrack statistics).
 VOLATILE = "nf_conntrack_count|stable_secret|/net/core/netdev_rss_key|/tcp_fastopen_key"
+# Qdiscs that hold neither classes nor filters: the defaults, and the plain fifos.
+_LEAF_QDISCS = "noqueue|pfifo_fast|pfifo|bfifo|noop|mq"
+# For every other qdisc of the dump: "@q KIND DEV HANDLE", then its classes and filters
+# (its own block; an ingress or clsact qdisc's ingress and egress blocks) as tc prints
+# them (tc 6.1 prints classes as text even with -j). Bash's own regex walks the qdisc
+# JSON, so a device with default qdiscs only starts no tc.
+_TC_OBJECTS = (
+    "t=$q; "
+    r"while [[ $t =~ \"kind\":\"([a-z_]+)\",\"handle\":\"([^\"]*)\",\"dev\":\"([^\"]+)\" ]]; "
+    "do k=${BASH_REMATCH[1]} h=${BASH_REMATCH[2]} d=${BASH_REMATCH[3]}; "
+    't=${t#*"${BASH_REMATCH[0]}"}; '
+    f"case $k in {_LEAF_QDISCS}) ;; "
+    'ingress|clsact) echo "@q $k $d $h"; tc filter show dev "$d" ingress; '
+    '[ $k = clsact ] && tc filter show dev "$d" egress;; '
+    '*) echo "@q $k $d $h"; tc class show dev "$d" parent "$h"; '
+    'tc filter show dev "$d" parent "$h";; esac; done'
+)
+# One `ip` prints the links (`ip addr` leaves out their alias) and the addresses of both
+# families, one `ip` per family the routes of every table and the policy rules: each
+# command of a batch is one JSON list on a line of its own.
 _DUMP = [
-    "echo @@link",
-    "ip -j link show",
     "echo @@addr",
-    "ip -j -4 addr show",
-    "echo @@route",
-    "ip -j -4 route show table all",
-    "echo @@rule",
-    "ip -j -4 rule show",
+    "ip -j -batch - <<< $'link show\\naddr show'",
+    "echo @@v4",
+    "ip -4 -j -batch - <<< $'route show table all\\nrule show'",
+    "echo @@v6",
+    "ip -6 -j -batch - <<< $'route show table all\\nrule show'",
     "echo @@neigh",
-    "ip -j -4 neigh show proxy",
+    "ip -j neigh show proxy",
     "echo @@qdisc",
-    "tc -j qdisc show",
+    "q=$(tc -j qdisc show)",
+    "printf '%s\\n' \"$q\"",
+    "echo @@tcobj",
+    _TC_OBJECTS,
     "echo @@iptables",
     "iptables-save 2>/dev/null",
     # The ~2,000 sysctl lines travel only when their digest differs from the healthy one.
@@ -63,12 +90,32 @@ def dump_script(digest: str = "") -> str:
     return "; ".join(_DUMP).replace("{digest}", digest)
 
 
-# One `ip` for both (a here-string, so no extra fork): neighbours, then the route cache.
+# One `ip` for all (a here-string, so no extra fork), both families: neighbours (`nud
+# all` leaves the noarp ones, so they are flushed by name), then the route cache.
 FLUSH_SCRIPT = (
-    "ip -4 -force -batch - <<< $'neigh flush all nud all\\nroute flush cache' 2>/dev/null"
+    "ip -force -batch - <<< $'neigh flush all nud all\\nneigh flush nud noarp\\n"
+    "route flush cache' 2>/dev/null"
 )
-SECTIONS = ("link", "addr", "route", "rule", "neigh", "qdisc", "iptables", "sysctl")
-COMPARED = (*SECTIONS, "tables")
+SECTIONS = ("addr", "v4", "v6", "neigh", "qdisc", "tcobj", "iptables", "sysctl")
+COMPARED = ("link", "addr", "addr6", "route", "route6", "rule", "rule6", "neigh", "qdisc",
+            "tcobj", "iptables", "tables", "sysctl")  # fmt: skip
+# The per-family sections, by iproute2's family option.
+FAMILY_SECTIONS = {
+    "4": {"addr": "addr", "route": "route", "rule": "rule"},
+    "6": {"addr": "addr6", "route": "route6", "rule": "rule6"},
+}
+# Which compared section (or the flush) holds each kind of state a command may change
+# (emulators/netcmd/effects.py: allowed()); the reset contract test checks it is all.
+FLUSHED = "flushed at every reset"
+COVERS = {
+    ("address", "inet"): "addr", ("address", "inet6"): "addr6",
+    ("route", "inet"): "route", ("route", "inet6"): "route6",
+    ("rule", "inet"): "rule", ("rule", "inet6"): "rule6",
+    ("neighbour", "inet"): FLUSHED, ("neighbour", "inet6"): FLUSHED,
+    ("proxy neighbour", "inet"): "neigh", ("proxy neighbour", "inet6"): "neigh",
+    ("link", ""): "link", ("qdisc", ""): "qdisc", ("tc class", ""): "tcobj",
+    ("tc filter", ""): "tcobj", ("sysctl", ""): "sysctl",
+}  # fmt: skip
 FOREVER = 0xFFFFFFFF
 # addr_info keys that are not configuration: the family, the order of addition, and the
 # lifetimes' seconds left (kept as forever / finite under "lifetime").
@@ -80,6 +127,7 @@ BUILTIN_CHAINS = {
     "raw": ("PREROUTING", "OUTPUT"),
     "security": ("INPUT", "FORWARD", "OUTPUT"),
 }
+COVERS.update({(f"iptables {table}", "inet"): "iptables" for table in BUILTIN_CHAINS})
 _COUNTERS = re.compile(r"\s*\[\d+:\d+\]")
 
 State = dict[str, Any]
@@ -103,22 +151,17 @@ def parse_dump(text: str, healthy: State | None = None) -> State:
     missing = [s for s in SECTIONS if s not in raw]
     if missing:
         raise ValueError(f"the state dump lacks the sections {missing}")
-    js = {
-        s: json.loads("\n".join(raw[s]).strip() or "[]")
-        for s in ("link", "addr", "route", "rule", "neigh", "qdisc")
-    }
+    js = {s: json.loads("\n".join(raw[s]).strip() or "[]") for s in ("neigh", "qdisc")}
+    links, addrs = _lists(raw["addr"], "link and address")
+    v4, v6 = _lists(raw["v4"], "IPv4"), _lists(raw["v6"], "IPv6")
     return {
-        "link": {i["ifname"]: _link(i) for i in js["link"]},
-        "addr": {
-            i["ifname"]: sorted(
-                canonical_json(_address(a))
-                for a in i.get("addr_info", [])
-                if a.get("family") == "inet"
-            )
-            for i in js["addr"]
-        },
-        "route": sorted(canonical_json(_route(r)) for r in js["route"]),
-        "rule": sorted(canonical_json(r) for r in js["rule"]),
+        "link": {i["ifname"]: _link(i) for i in links},
+        "addr": _addresses(addrs, "inet"),
+        "addr6": _addresses(addrs, "inet6"),
+        "route": sorted(canonical_json(_route(r)) for r in v4[0]),
+        "route6": sorted(canonical_json(_route(r)) for r in v6[0]),
+        "rule": sorted(canonical_json(r) for r in v4[1]),
+        "rule6": sorted(canonical_json(r) for r in v6[1]),
         "neigh": sorted(
             canonical_json({"dst": n["dst"], "dev": n.get("dev")}) for n in js["neigh"]
         ),
@@ -126,6 +169,7 @@ def parse_dump(text: str, healthy: State | None = None) -> State:
             canonical_json({k: v for k, v in q.items() if k not in ("refcnt",)})
             for q in js["qdisc"]
         ),
+        "tcobj": _tc_objects(raw["tcobj"]),
         "iptables": _parse_iptables(raw["iptables"]),
         "tables": sorted(line.strip()[1:] for line in raw["iptables"] if line.startswith("*")),
         "sysctl": (
@@ -135,6 +179,34 @@ def parse_dump(text: str, healthy: State | None = None) -> State:
         ),
         "sysctl_digest": digest,
     }
+
+
+def _lists(lines: list[str], what: str) -> list[list[dict[str, Any]]]:
+    """The two JSON lists an `ip -batch` of two commands printed."""
+    found = [json.loads(line) for line in lines if line.strip()]
+    if len(found) != 2:
+        raise ValueError(f"the state dump's {what} section holds {len(found)} lists, not 2")
+    return found
+
+
+def _addresses(links: list[dict[str, Any]], family: str) -> dict[str, list[str]]:
+    return {
+        i["ifname"]: sorted(
+            canonical_json(_address(a)) for a in i.get("addr_info", []) if a.get("family") == family
+        )
+        for i in links
+    }
+
+
+def _tc_objects(lines: list[str]) -> list[str]:
+    """Each line tc prints of a class or filter, after the qdisc it hangs off."""
+    out, owner = [], ""
+    for line in lines:
+        if line.startswith("@q "):
+            owner = line[3:].strip()
+        elif line.strip():
+            out.append(f"{owner}: {line.strip()}")
+    return sorted(out)
 
 
 def _link(info: dict[str, Any]) -> dict[str, Any]:
@@ -221,166 +293,3 @@ def differences(healthy: State, current: State) -> list[str]:
             out.extend(f"{section} +{item}" for item in extra[:3])
             out.extend(f"{section} -{item}" for item in lost[:3])
     return out
-
-
-def restore_script(healthy: State, current: State) -> str:
-    """A bash command line that turns `current` back into `healthy` (empty when equal)."""
-    cmds: list[str] = []
-    if healthy["sysctl"] != current["sysctl"]:
-        cmds += _restore_sysctl(healthy["sysctl"], current["sysctl"])
-    for name, want in healthy["link"].items():
-        if current["link"].get(name) != want:
-            cmds.append(_link_cmd(name, want))
-    addr_changed = False
-    for name in sorted(healthy["addr"].keys() | current["addr"].keys()):
-        want = healthy["addr"].get(name, [])
-        if current["addr"].get(name, []) != want:
-            addr_changed = True
-            cmds.append(f"ip -4 addr flush dev {shlex.quote(name)}")
-            cmds += [_addr_cmd(name, json.loads(a)) for a in want]
-    if healthy["neigh"] != current["neigh"]:
-        cmds.append("ip -4 neigh flush proxy")
-        for entry in map(json.loads, healthy["neigh"]):
-            cmds.append(
-                shlex.join(["ip", "-4", "neigh", "add", "proxy", entry["dst"], "dev", entry["dev"]])
-            )
-    if addr_changed or healthy["route"] != current["route"]:
-        cmds += _restore_routes(healthy["route"], current["route"])
-    if healthy["rule"] != current["rule"]:
-        cmds.append("ip -4 rule flush")
-        for rule in map(json.loads, healthy["rule"]):
-            if rule.get("priority") != 0:
-                cmds.append(shlex.join(_rule_argv(rule)))
-        if not any(json.loads(r).get("priority") == 0 for r in current["rule"]):
-            cmds.append("ip -4 rule add pref 0 lookup local")
-    if healthy["qdisc"] != current["qdisc"]:
-        for dev in sorted(current["link"]):
-            for kind in ("root", "ingress", "clsact"):
-                cmds.append(f"tc qdisc del dev {shlex.quote(dev)} {kind}")
-    if healthy["iptables"] != current["iptables"]:
-        text = iptables_restore_text(healthy["iptables"], current["iptables"])
-        cmds.append(f"printf %s {shlex.quote(text)} | iptables-restore")
-    # iptables-nft empties a table but cannot delete it: nft does.
-    extra = sorted(set(current["tables"]) - set(healthy["tables"]))
-    cmds += [f"nft delete table ip {shlex.quote(t)}" for t in extra]
-    return "; ".join(f"{c} 2>/dev/null" for c in cmds)
-
-
-def _restore_sysctl(want: dict[str, str], got: dict[str, str]) -> list[str]:
-    keys = [k for k in want if got.get(k) != want[k]]
-    if any(k.endswith(("/ip_forward", "/forwarding")) for k in keys):
-        # Writing forwarding also rewrites every conf/*/forwarding and conf/all/
-        # accept_redirects, so those are written again after it, changed or not.
-        keys += [
-            k
-            for k in want
-            if k not in keys and ("/conf/all/" in k or "/conf/default/" in k or "forwarding" in k)
-        ]
-    # ip_forward rewrites every conf/*/forwarding, so it goes first and the rest after.
-    keys.sort(key=lambda k: (not k.endswith("/ip_forward"), "/conf/all/" not in k, k))
-    return [f"printf '%s\\n' {shlex.quote(want[k])} > {shlex.quote(k)}" for k in keys]
-
-
-def _link_cmd(name: str, want: dict[str, Any]) -> str:
-    def on(flag: str) -> str:
-        return "on" if want.get(flag) else "off"
-
-    argv = ["ip", "link", "set", "dev", name, "mtu", str(want["mtu"])]
-    if want.get("address"):
-        argv += ["address", want["address"]]
-    argv += ["arp", "off" if want["noarp"] else "on", "promisc", on("promisc")]
-    argv += ["multicast", on("multicast"), "allmulticast", on("allmulti")]
-    if want.get("txqlen") is not None:
-        argv += ["txqueuelen", str(want["txqlen"])]
-    argv += ["alias", want.get("alias") or ""]
-    argv += ["nomaster"] if not want.get("master") else ["master", want["master"]]
-    argv.append("up" if want["up"] else "down")
-    return shlex.join(argv)
-
-
-def _addr_cmd(name: str, addr: dict[str, Any]) -> str:
-    """`ip addr add` recreating an address from its _address record (permanent)."""
-    local = f"{addr['local']}/{addr['prefixlen']}"
-    argv = ["ip", "-4", "addr", "add"]
-    argv += (
-        [local]
-        if "address" not in addr
-        else [addr["local"], "peer", f"{addr['address']}/{addr['prefixlen']}"]
-    )
-    for key, word in (
-        ("broadcast", "brd"),
-        ("anycast", "anycast"),
-        ("label", "label"),
-        ("metric", "metric"),
-    ):
-        if key in addr:
-            argv += [word, str(addr[key])]
-    argv += [
-        flag
-        for flag in ("noprefixroute", "home", "nodad", "mngtmpaddr", "autojoin")
-        if addr.get(flag)
-    ]
-    if addr.get("deprecated"):
-        argv += ["preferred_lft", "0"]
-    return shlex.join([*argv, "scope", str(addr["scope"]), "dev", name])
-
-
-def _restore_routes(want: list[str], got: list[str]) -> list[str]:
-    routes = [json.loads(r) for r in want]
-    tables = {json.loads(r).get("table", "main") for r in [*want, *got]} - {"local"}
-    cmds = [f"ip -4 route flush table {shlex.quote(str(t))}" for t in sorted(tables, key=str)]
-    local_want = sorted(r for r in want if json.loads(r).get("table") == "local")
-    local_got = sorted(r for r in got if json.loads(r).get("table") == "local")
-    readd = [r for r in routes if r.get("table", "main") != "local"]
-    if local_want != local_got:
-        cmds.append("ip -4 route flush table local")
-        readd = [r for r in routes if r.get("table") == "local"] + readd
-    # Local addresses first (a prefsrc must be local), then on-link routes, then gateways.
-    readd.sort(key=lambda r: ("gateway" in r, r.get("type") != "local", "/" in r["dst"]))
-    return cmds + [shlex.join(route_argv(r)) for r in readd]
-
-
-def route_argv(route: dict[str, Any]) -> list[str]:
-    """`ip route add` argv recreating a route from its `ip -j route` record."""
-    argv = ["ip", "-4", "route", "add"]
-    if route.get("type", "unicast") != "unicast":
-        argv.append(route["type"])
-    argv.append(route["dst"])
-    if "gateway" in route:
-        argv += ["via", route["gateway"]]
-    if "dev" in route:
-        argv += ["dev", route["dev"]]
-    argv += ["table", str(route.get("table", "main"))]
-    for key, word in (("protocol", "proto"), ("scope", "scope"), ("prefsrc", "src")):
-        if key in route:
-            argv += [word, str(route[key])]
-    if "metric" in route:
-        argv += ["metric", str(route["metric"])]
-    if "onlink" in route.get("flags", []):
-        argv.append("onlink")
-    return argv
-
-
-def _rule_argv(rule: dict[str, Any]) -> list[str]:
-    argv = ["ip", "-4", "rule", "add", "pref", str(rule["priority"])]
-    for key, word in (("src", "from"), ("dst", "to")):
-        if key in rule and rule[key] != "all":
-            length = rule.get(f"{key}len")
-            argv += [word, f"{rule[key]}/{length}" if length is not None else rule[key]]
-    for key in ("iif", "oif"):
-        if key in rule:
-            argv += [key, rule[key]]
-    if "table" in rule:
-        argv += ["lookup", str(rule["table"])]
-    elif "action" in rule:
-        argv.append(rule["action"])
-    return argv
-
-
-def iptables_restore_text(want: dict[str, list[str]], got: dict[str, list[str]]) -> str:
-    """iptables-restore input giving `want`; tables only in `got` become empty."""
-    parts = []
-    for table in sorted(set(want) | set(got)):
-        body = want.get(table) or [f":{c} ACCEPT" for c in BUILTIN_CHAINS.get(table, ())]
-        parts.append("\n".join([f"*{table}", *body, "COMMIT"]))
-    return "\n".join(parts) + "\n"

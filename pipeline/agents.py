@@ -1,4 +1,5 @@
-"""The agent interface and the two reference agents every app ships with.
+"""The agent interface: what every agent (pipeline/reference/, pipeline/llm/, an external
+one over MCP or A2A) implements and what the play loop gives it.
 
 An agent sees what a human operator would: the task prompt, then one observation per
 turn, and answers with text. How the text becomes an action is the app's job (it
@@ -27,10 +28,8 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from omegaconf import DictConfig
-
-from pipeline.core import App, Query
-from pipeline.registry import AgentSpec
+from pipeline.core import Query
+from pipeline.heartbeat import waiting
 
 
 @dataclass
@@ -77,44 +76,20 @@ def agent_episode(
     e.g. running code on a copy of MALT's graph), when the app has any."""
     opener = getattr(agent, "episode", None)
     if opener is None:
-        return _nothing()
+        return _nothing(query)
     if probe is not None and "probe" in inspect.signature(opener).parameters:
-        return opener(query, max_turns, probe=probe)
-    return opener(query, max_turns)
+        return _shown(query, opener(query, max_turns, probe=probe))
+    return _shown(query, opener(query, max_turns))
 
 
 @contextlib.contextmanager
-def _nothing() -> Iterator[EpisodeEnd]:
-    yield EpisodeEnd()
+def _nothing(query: Query) -> Iterator[EpisodeEnd]:
+    with waiting(f"episode {query.query_id}"):
+        yield EpisodeEnd()
 
 
-class OracleAgent:
-    """Acts from the ground truth: proves every query solvable and the scorer fair."""
-
-    def __init__(self, cfg: DictConfig, app: App) -> None:
-        self.name = cfg.name
-        self._app = app
-
-    def reply(self, query: Query, observation: str, history: list[Exchange], turn: int) -> Reply:
-        return Reply(self._app.oracle_reply(query, turn, observation))
-
-
-class NullAgent:
-    """Answers nothing: every query must score 0 % correct against it."""
-
-    def __init__(self, cfg: DictConfig, app: App) -> None:
-        self.name = cfg.name
-
-    def reply(self, query: Query, observation: str, history: list[Exchange], turn: int) -> Reply:
-        return Reply("")
-
-
-# The built-in agent kinds (conf/agent/*.yaml name one with `kind:`); packages on the app
-# path add theirs with `AGENTS = [AgentSpec(...)]` (pipeline/registry.py).
-AGENTS = [
-    AgentSpec("oracle", "pipeline.agents:OracleAgent", "pipeline.config:AgentConfig"),
-    AgentSpec("null", "pipeline.agents:NullAgent", "pipeline.config:AgentConfig"),
-    AgentSpec("llm", "pipeline.llm.agent:LLMAgent", "pipeline.llm.config:LLMAgentConfig"),
-    AgentSpec("mcp", "pipeline.mcp.agent:MCPAgent", "pipeline.mcp.config:MCPAgentConfig"),
-    AgentSpec("a2a", "pipeline.a2a.agent:A2AAgent", "pipeline.a2a.config:A2AAgentConfig"),
-]
+@contextlib.contextmanager
+def _shown(query: Query, block: AbstractContextManager[EpisodeEnd]) -> Iterator[EpisodeEnd]:
+    """The agent's block, shown by the job's heartbeat while it lasts (pipeline/heartbeat.py)."""
+    with waiting(f"episode {query.query_id}"), block as end:
+        yield end

@@ -1,18 +1,24 @@
 """`make bench`: the speed figures the issues name, measured and written to data/bench/.
 
-    python -m pipeline.bench                 # all benchmarks
+    python -m pipeline.bench                 # the default set (`make bench`)
     python -m pipeline.bench --only smoke    # one of them
+    python -m pipeline.bench --list          # every benchmark, where it is declared
     NETGAUGE_BENCH_QUERIES=200 python -m pipeline.bench --only validity   # not in `make bench`
     python -m pipeline.bench --only sweep    # the default grid from empty (~10 min; not in it)
+    python -m pipeline.bench --only bounds   # kernel memory a lab can be made to hold (~10 min)
 
-Each benchmark returns a flat dict of measurements (seconds unless named otherwise) and
-the target it is held to; the results land in <data>/bench/<name>.json with the machine
-and code version, and a table is printed. Benchmarks measure; they do not assert.
+A benchmark is declared where its code lives (`BenchSpec` in pipeline/registry.py): an app's
+in its `AppSpec.benches`, any other package's in its `BENCHES`; the pipeline's own (the smoke
+and default sweeps, Gymnasium, validity, decoding) are below. Each returns a flat dict of
+measurements (seconds unless named otherwise) and the targets it is held to; the results
+land in <data>/bench/<name>.json with the machine and code version, and a table is
+printed. Benchmarks measure; they do not assert.
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import platform
@@ -24,57 +30,20 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
+
+import pipeline.gym  # noqa: F401 (registers the ids bench_gym makes)
+from pipeline import decoding_bench, sweep_bench
+from pipeline.build import make_app
 from pipeline.cells import data_root
-from pipeline.config import ROOT
+from pipeline.config import ROOT, compose
+from pipeline.errors import RegistryError
 from pipeline.records import code_version
+from pipeline.registry import BENCHES, BenchSpec
+from pipeline.run import run_cell
+from pipeline.views import connect
 
 Bench = Callable[[Path], dict[str, Any]]
-
-
-def bench_malt(data: Path) -> dict[str, Any]:
-    """MALT app: load Google's example, score a graph answer, generate 1,000 per level."""
-    from generators.malt import bench
-
-    shared = ROOT.parent / "shared" / "data"
-    if not (shared / "malt").exists():
-        return {"skipped": f"Google's MALT example is not in {shared}/malt"}
-    figures = bench.run_all(shared)
-    figures.update(
-        target_load_cached_s=0.5, target_score_graph_s=0.05, target_generate_1000_per_level_s=10
-    )
-    return figures
-
-
-def bench_malt_verdicts(data: Path) -> dict[str, Any]:
-    """MALT app: oracle, null agent and null-like answers on 1,000 queries per level of
-    malt and malt_google; scoring time per episode against the rule before issue 14."""
-    from generators.malt import bench
-
-    return bench.run_verdicts(ROOT.parent / "shared" / "data")
-
-
-def bench_malt_plans(data: Path) -> dict[str, Any]:
-    """MALT levels 4 and 5 (next to 1-3): prompt sizes in tokens; seconds to generate 100
-    queries and to play the oracle on them in the sandbox, per level of malt and malt_google."""
-    from generators.malt import planbench
-
-    return planbench.run_plans(ROOT.parent / "shared" / "data")
-
-
-def bench_malt_coupled(data: Path) -> dict[str, Any]:
-    """MALT levels 6-8 (coupled constraints): 1,000 queries per level of malt, malt_google
-    and malt small: generation time and the greedy filter's rejections, the oracle and the
-    null agent through the sandbox, variety, capacity (generators/malt/coupledbench.py)."""
-    from generators.malt import coupledbench
-
-    return coupledbench.run_coupled(ROOT.parent / "shared" / "data")
-
-
-def bench_sandbox(data: Path) -> dict[str, Any]:
-    """Per-run overhead of the agent-code sandbox on a ~5.5k-node graph."""
-    from emulators.pysandbox import bench
-
-    return bench.run_all()
 
 
 def bench_smoke(data: Path) -> dict[str, Any]:
@@ -103,50 +72,13 @@ def bench_smoke(data: Path) -> dict[str, Any]:
 def bench_sweep(data: Path) -> dict[str, Any]:
     """`make sweep`'s default grid from empty: wall-clock, per rule, and inside the LLM
     job (server start, prefill, decode, sandbox); pipeline/sweep_bench.py."""
-    from pipeline import sweep_bench
-
     return sweep_bench.run("default", log_to=data / "bench" / "sweep.snakemake.log")
-
-
-def bench_slurm(data: Path) -> dict[str, Any]:
-    """The smoke grid local vs through SLURM on a local cluster with the same 2 slots:
-    wall-clock of each and the ratio (pipeline/cluster/bench.py). Needs root and SLURM."""
-    from pipeline.cluster import bench
-
-    return bench.run_all(data)
-
-
-def bench_serving(data: Path) -> dict[str, Any]:
-    """CPU vLLM with the embedded model: start-to-ready, 8 concurrent vs 1 at a time."""
-    from pipeline.serving import bench
-    from pipeline.serving.models import vllm_python
-
-    if not vllm_python().exists():
-        return {"skipped": "the CPU vLLM engine is not installed (make setup)"}
-    return bench.run_all(data)
-
-
-def bench_binding(data: Path) -> dict[str, Any]:
-    """CPU vLLM: generated tokens/s at 1 and 8 in flight on MALT-sized prompts, with vLLM's
-    automatic thread binding and with NetGauge's (every available CPU), in one run."""
-    from pipeline.serving import bench
-    from pipeline.serving.models import vllm_python
-
-    if not vllm_python().exists():
-        return {"skipped": "the CPU vLLM engine is not installed (make setup)"}
-    return bench.run_binding(data)
 
 
 def bench_gym(data: Path) -> dict[str, Any]:
     """Gymnasium: seconds from gym.make to the first observation (routing and netllmbench
     level 3, queries=100), the next four resets, and whether the five queries served are
     the generate stage's first five for the same seed."""
-    import gymnasium as gym
-
-    import pipeline.gym  # noqa: F401 (registers the ids)
-    from pipeline.build import make_app
-    from pipeline.config import compose
-
     figures: dict[str, Any] = {}
     for app, ident in (
         ("routing", "NetGauge/Routing-v0"),
@@ -173,89 +105,17 @@ def bench_gym(data: Path) -> dict[str, Any]:
     return figures
 
 
-def bench_k8s(data: Path) -> dict[str, Any]:
-    """k8s app: cluster bring-up, probe matrix, enforcement, reset."""
-    from generators.k8s import bench
-
-    return bench.run_all()
-
-
-def bench_k8s_levels(data: Path) -> dict[str, Any]:
-    """k8s levels: prompt tokens per level; generating 100 queries of levels 4 and 5 and
-    playing the oracle on them (live clusters; needs root). Not in `make bench`."""
-    from generators.k8s import bench
-
-    return bench.run_levels()
-
-
-def bench_analysis(data: Path) -> dict[str, Any]:
-    """DuckDB summary over 1,000,000 episode rows; the report for the default sweep."""
-    from analysis.bench import bench
-
-    return bench(data)
-
-
-def bench_routing(data: Path) -> dict[str, Any]:
-    """Routing app on Mininet: reset, reachability, 8 concurrent topologies vs 1."""
-    from generators.routing import bench
-
-    return bench.run_all()
-
-
-def bench_routing_levels(data: Path) -> dict[str, Any]:
-    """Routing levels 4-5 (FRR): prompt tokens, generation and oracle time, oracle and null
-    validity on $NETGAUGE_BENCH_FRR_QUERIES queries per level (needs root). Not in `make bench`."""
-    from generators.routing import bench_levels
-
-    return bench_levels.run_levels()
-
-
-def bench_emulators(data: Path) -> dict[str, Any]:
-    """Mininet and Kathara on NetLLMBench's lab: build, exec, state read, chain, reset, stop."""
-    from generators.netllmbench import bench
-
-    return bench.run_all()
-
-
-def bench_netllmbench_levels(data: Path) -> dict[str, Any]:
-    """netllmbench levels 4 and 5 next to 1-3: prompt tokens; generating N queries of levels
-    4 and 5, validating each on a live lab, and playing the oracle and the null agent on
-    them (N: $NETGAUGE_BENCH_QUERIES, 200; Mininet, needs root). Not in `make bench`."""
-    from generators.netllmbench import bench
-
-    return bench.run_levels()
-
-
-def bench_isolation(data: Path) -> dict[str, Any]:
-    """Per-action cost of the jails: a lab command and a kubectl command, bare vs jailed."""
-    from pipeline import isolation_bench
-
-    return isolation_bench.run_all()
-
-
 def bench_validity(data: Path) -> dict[str, Any]:
     """Every app and level: the oracle correct and safe, the null agent never correct, on
     min(N, what one seed can get) queries of seed 0 (N: $NETGAUGE_BENCH_QUERIES, 1,000;
-    apps: $NETGAUGE_BENCH_APPS). For routing and netllmbench also what their intended-state
-    checks cost: the first T of those queries ($NETGAUGE_BENCH_TIMED, 10) played by the
-    oracle and the null agent with the checks on and off, seconds per episode and the ratio
-    (generators/lab/bench_checks.py). Hours for the lab apps at N = 1,000 (each query is
-    validated on a live lab): run it on its own, `--only validity`."""
-    from analysis.views import connect
-    from generators.lab import bench_checks
-    from pipeline.build import layout, make_app
-    from pipeline.cells import cell_from_config
-    from pipeline.config import compose
-    from pipeline.generate import read_queries
-    from pipeline.run import run_cell
-
+    apps: $NETGAUGE_BENCH_APPS, levels: $NETGAUGE_BENCH_LEVELS). Hours for the lab apps at
+    N = 1,000 (each query is validated on a live lab): run it on its own, `--only validity`.
+    What the lab apps' intended-state checks cost is the `checks` benchmark
+    (generators/benches/checks.py)."""
     wanted = int(os.environ.get("NETGAUGE_BENCH_QUERIES", "1000"))
-    timed = int(os.environ.get("NETGAUGE_BENCH_TIMED", "10"))
     apps = os.environ.get("NETGAUGE_BENCH_APPS", "malt,malt_google,k8s,routing,netllmbench")
     levels = [int(v) for v in os.environ.get("NETGAUGE_BENCH_LEVELS", "1,2,3").split(",")]
     figures: dict[str, Any] = {"queries_asked": wanted}
-    if "routing" in apps.split(","):
-        figures.update(bench_checks.prober_vs_fping())
     with tempfile.TemporaryDirectory(prefix="netgauge-validity-") as tmp:
         for app in apps.split(","):
             for level in levels:
@@ -292,11 +152,6 @@ def bench_validity(data: Path) -> dict[str, Any]:
                 if misses:  # what the oracle got wrong or null got right, for the record
                     figures[f"{key}_unexpected"] = misses
                 figures[f"{key}_s"] = round(time.perf_counter() - started, 1)
-                if app in bench_checks.OFF and timed:
-                    cfg = compose([*base, f"queries={n}"])
-                    queries = read_queries(layout(cfg).queries(cell_from_config(cfg)), timed)
-                    checks = bench_checks.episode_seconds(app, queries)
-                    figures.update({f"{key}_checks_{k}": v for k, v in checks.items()})
     return figures
 
 
@@ -304,37 +159,36 @@ def bench_decoding(data: Path) -> dict[str, Any]:
     """The embedded model on malt L1 and netllmbench L1, the same queries in each decoding
     mode: parse errors, correctness, and the act calls' latency as ratios to free text
     (pipeline/decoding_bench.py). Needs root (netllmbench)."""
-    from pipeline import decoding_bench
-
     return decoding_bench.run()
 
 
-# `make bench` runs these; others only with --only.
-DEFAULT = ("isolation", "emulators", "routing", "analysis", "k8s", "malt", "malt_plans",
-           "sandbox", "smoke", "serving", "binding", "gym")  # fmt: skip
-BENCHMARKS: dict[str, Bench] = {
-    "validity": bench_validity,
-    "decoding": bench_decoding,
-    "isolation": bench_isolation,
-    "emulators": bench_emulators,
-    "netllmbench_levels": bench_netllmbench_levels,
-    "routing": bench_routing,
-    "routing_levels": bench_routing_levels,
-    "analysis": bench_analysis,
-    "k8s": bench_k8s,
-    "k8s_levels": bench_k8s_levels,
-    "malt": bench_malt,
-    "malt_verdicts": bench_malt_verdicts,
-    "malt_plans": bench_malt_plans,
-    "malt_coupled": bench_malt_coupled,
-    "sandbox": bench_sandbox,
-    "smoke": bench_smoke,
-    "serving": bench_serving,
-    "sweep": bench_sweep,
-    "binding": bench_binding,
-    "gym": bench_gym,
-    "slurm": bench_slurm,
-}
+# The pipeline's own benchmarks; every other one is found through the registry.
+OWN = (
+    BenchSpec("smoke", "pipeline.bench:bench_smoke", default=True),
+    BenchSpec("sweep", "pipeline.bench:bench_sweep"),
+    BenchSpec("gym", "pipeline.bench:bench_gym", default=True),
+    BenchSpec("validity", "pipeline.bench:bench_validity"),
+    BenchSpec("decoding", "pipeline.bench:bench_decoding"),
+)
+
+
+def benchmarks() -> dict[str, BenchSpec]:
+    """Every benchmark by name: the pipeline's own and every declared one."""
+    found = {spec.name: spec for spec in OWN}
+    for name in BENCHES.names():
+        if name in found:
+            raise RegistryError(
+                f"benchmark '{name}' is declared twice: by the pipeline and by a package"
+            )
+        found[name] = BENCHES.get(name)
+    return dict(sorted(found.items()))
+
+
+def run_bench(spec: BenchSpec, data: Path) -> dict[str, Any]:
+    """The benchmark's figures; a target without parameters is called without the data
+    directory."""
+    func = spec.load()
+    return func(data) if inspect.signature(func).parameters else func()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -343,14 +197,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    found = benchmarks()
     parser.add_argument(
         "--only",
-        choices=sorted(BENCHMARKS),
+        choices=sorted(found),
         action="append",
         help="run only these benchmarks (repeatable)",
     )
+    parser.add_argument("--list", action="store_true", help="list the benchmarks and stop")
     parser.add_argument("--data-dir", default="data", help="data directory (default: data)")
     args = parser.parse_args(argv)
+    if args.list:
+        for name, spec in found.items():
+            default = " (make bench)" if spec.default else ""
+            where = f"{spec.package}{spec.target}" if spec.target.startswith(".") else spec.target
+            print(f"{name}: {where}{default}")
+        return 0
     data = data_root(args.data_dir)
     out_dir = data / "bench"
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -360,9 +222,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "machine": platform.machine(),
         "code_version": code_version(),
     }
-    for name in args.only or list(DEFAULT):
+    for name in args.only or [n for n, spec in found.items() if spec.default]:
         print(f"== {name}", flush=True)
-        figures = BENCHMARKS[name](data)
+        figures = run_bench(found[name], data)
         record = {"benchmark": name, "machine": machine, "figures": figures}
         (out_dir / f"{name}.json").write_text(json.dumps(record, indent=2) + "\n")
         width = max(len(k) for k in figures)

@@ -11,6 +11,7 @@ from pipeline.agents import Agent
 from pipeline.cells import Cell, Layout, cell_from_config, data_root
 from pipeline.config import ROOT, compose, config_hash
 from pipeline.core import App
+from pipeline.datadir import ensure_layout
 from pipeline.variants import section_settings
 
 
@@ -21,7 +22,6 @@ def cell_config(cell: Cell, data_dir: str, extra: list[str] | None = None) -> Di
 
 def layout(cfg: DictConfig) -> Layout:
     """The cell's data directory, moved to the current layout first if it is older."""
-    from pipeline.datadir import ensure_layout
 
     root = data_root(cfg.data_dir)
     ensure_layout(root)
@@ -45,20 +45,24 @@ def make_agent(cfg: DictConfig, app: App, models: Any = None) -> Agent:
     return agent_cls(cfg.agent, app)
 
 
-def queries_hash(cfg: DictConfig, app: App) -> str:
+def app_version(cfg: DictConfig) -> str:
+    """The version the cell's app declares (its AppSpec): part of every query's identity."""
+    return registry.APPS.get(cfg.app.kind).version
+
+
+def queries_hash(cfg: DictConfig) -> str:
     """What a queries shard depends on: the app's result settings and version, level and
     seed; not the count (a shard serves every count up to its length)."""
     repeats = [True] if cfg.get("allow_repeats") else []  # unchanged hash when off
-    return config_hash(section_settings("app", cfg.app), app.version, cfg.level, cfg.seed, *repeats)
+    version = app_version(cfg)
+    return config_hash(section_settings("app", cfg.app), version, cfg.level, cfg.seed, *repeats)
 
 
-def run_hash(cfg: DictConfig, app: App) -> str:
+def run_hash(cfg: DictConfig) -> str:
     """What a cell's transcripts and verdicts depend on: its queries and their count, and
     the result settings of its agent and (if the agent uses one) its model."""
     model = section_settings("model", cfg.model) if cfg.agent.uses_model else None
-    return config_hash(
-        queries_hash(cfg, app), cfg.queries, section_settings("agent", cfg.agent), model
-    )
+    return config_hash(queries_hash(cfg), cfg.queries, section_settings("agent", cfg.agent), model)
 
 
 __all__ = ["Cell", "cell_config", "cell_from_config", "layout", "make_agent", "make_app"]

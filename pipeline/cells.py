@@ -27,8 +27,18 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from pipeline.config import ROOT, check_choice
-from pipeline.variants import BASE
+from pipeline.config import check_choice, data_root
+from pipeline.variants import BASE, variant_of
+
+__all__ = [
+    "NO_MODEL",
+    "Cell",
+    "Layout",
+    "cell_from_config",
+    "cell_matches",
+    "data_root",
+    "parse_cell",
+]
 
 NO_MODEL = "none"
 CACHE_DIR_ENV = "NETGAUGE_CACHE_DIR"  # where Layout.cache lives, if not <data>/cache
@@ -100,11 +110,6 @@ class Cell:
         return cls(**data)  # type: ignore[arg-type]
 
 
-def data_root(data_dir: str | Path) -> Path:
-    path = Path(data_dir)
-    return path if path.is_absolute() else ROOT / path
-
-
 @dataclass(frozen=True)
 class Layout:
     """Paths under one data directory."""
@@ -159,8 +164,6 @@ class Layout:
 
 def cell_from_config(cfg: DictConfig) -> Cell:
     """The cell a composed (single-run) config describes, its variant computed from it."""
-    from pipeline.variants import variant_of
-
     model = cfg.model.name if cfg.agent.uses_model else NO_MODEL
     variant = variant_of(cfg)
     return Cell(

@@ -8,6 +8,7 @@ failure is a `ConfigError` that names the key and the allowed values.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import hashlib
 import re
@@ -19,18 +20,42 @@ from typing import Any
 from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from pipeline import registry
+from pipeline.configkeys import check_keys
 from pipeline.core import canonical_json
+from pipeline.diagnosis import TASKS
 from pipeline.errors import ConfigError
-from pipeline.focus import FocusConfig
+from pipeline.registry import conf_dirs
 
 ROOT = Path(__file__).resolve().parents[1]
 CONF_DIR = ROOT / "conf"
 GROUPS = ("app", "agent", "model", "grid")
 CELL_KEYS = ("app", "model", "agent", "level", "seed", "queries", "variant")
 # The grid's axes, also settable with `snakemake --config KEY=VALUE` (VALUE a YAML list).
-GRID_AXES = ("apps", "agents", "models", "levels", "seeds", "queries", "variants")
+GRID_AXES = ("apps", "agents", "models", "levels", "seeds", "queries", "variants", "tasks")
+EXCLUDE_KEYS = (*CELL_KEYS, "task")  # what a grid's exclude entry may name
 VARIANT_GROUPS = ("app", "agent", "model")
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
+
+
+@dataclass
+class FocusConfig:
+    """Failure-driven sampling (pipeline/focus.py): draw more of what an earlier run failed."""
+
+    results: str | None = None  # data dir of an earlier run to learn from; null: uniform
+    agent: str | None = None  # "model/agent" whose failures count; null: every agent
+    strength: float = 1.0  # how sharply failures are favoured (0: uniform)
+    smoothing: float = 0.05  # added to every failure rate, so nothing drops out entirely
+
+    def validate(self) -> None:
+        if self.strength < 0:
+            raise ConfigError(f"focus.strength={self.strength} must be >= 0")
+        if self.smoothing <= 0:
+            raise ConfigError(f"focus.smoothing={self.smoothing} must be > 0")
+        if self.agent is not None and self.agent.count("/") != 1:
+            raise ConfigError(
+                f"focus.agent='{self.agent}' must be 'model/agent', e.g. smollm2/zero_shot"
+            )
 
 
 @dataclass
@@ -63,8 +88,12 @@ class GridConfig:
     # keys ([] = as the named files say); every cell runs once per entry.
     variants: list[Any] = field(default_factory=lambda: [[]])
     # Cells to leave out: each entry matches cells on the keys it names (app, model,
-    # agent, level, seed, queries, variant), e.g. {app: routing, agent: zero_shot}.
+    # agent, level, seed, queries, variant, task), e.g. {app: routing, agent: zero_shot}.
     exclude: list[Any] = field(default_factory=list)
+    # Task kinds (pipeline/diagnosis.py): each app's cells once per task, as the variant
+    # app.task=<task>; [] plays each app's configured task. A task an app does not offer
+    # is refused unless an exclude entry names it ({app: malt, task: detect}).
+    tasks: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -95,10 +124,14 @@ class NetGaugeConfig:
     shared_data_dir: str = "../shared/data"
 
 
+def data_root(data_dir: str | Path) -> Path:
+    """The data directory: `data_dir`, relative to the project root unless absolute."""
+    path = Path(data_dir)
+    return path if path.is_absolute() else ROOT / path
+
+
 def choices(group: str) -> list[str]:
     """The config files available in `conf/<group>/` (and the app path's conf dirs), by stem."""
-    from pipeline.registry import conf_dirs
-
     return sorted({p.stem for root in conf_dirs() for p in (root / group).glob("*.yaml")})
 
 
@@ -113,13 +146,15 @@ def check_choice(group: str, name: str) -> str:
 
 
 def check_overrides(overrides: Sequence[str]) -> None:
-    """Catch unknown group choices in CLI overrides (also comma sweeps) with our wording."""
+    """Catch unknown group choices (also comma sweeps) and unknown keys in CLI overrides,
+    with our wording (pipeline/configkeys.py), before Hydra answers with its own."""
     for item in overrides:
         key, sep, value = item.partition("=")
         key = key.lstrip("+~")
         if sep and key in GROUPS:
             for name in value.split(","):
                 check_choice(key, name.strip().strip("'\""))
+    check_keys(overrides, NetGaugeConfig)
 
 
 _KEYWORDS = {"null", "true", "false", "nan", "inf"}
@@ -165,6 +200,8 @@ def compose_raw(overrides: Sequence[str] = ()) -> DictConfig:
                 config_name="config", overrides=[*searchpath(), *quote_choices(overrides)]
             )
     except (HydraException, OmegaConfBaseException) as err:
+        if "Could not override 'app.task'" in str(err):
+            raise ConfigError(_no_task(overrides)) from err
         raise ConfigError(f"bad configuration override: {_first_line(err)}") from err
     finally:
         if saved is not None:
@@ -172,10 +209,19 @@ def compose_raw(overrides: Sequence[str] = ()) -> DictConfig:
             GlobalHydra.instance().initialize(saved)
 
 
+def _no_task(overrides: Sequence[str]) -> str:
+    """Why `app.task=...` cannot be set: the app's config has no task (only mitigate)."""
+    given = dict(o.split("=", 1) for o in overrides if "=" in o)
+    task = given.get("app.task", given.get("+app.task", "?"))
+    app = given.get("app", "the default app")
+    return (
+        f"app.task={task} is not offered by app '{app}': it has no task setting and offers "
+        "only mitigate"
+    )
+
+
 def searchpath() -> list[str]:
     """The Hydra override that adds the app path's conf dirs (none without an app path)."""
-    from pipeline.registry import conf_dirs
-
     extra = [f"file://{root}" for root in conf_dirs()[1:]]
     return [f"hydra.searchpath=[{','.join(extra)}]"] if extra else []
 
@@ -210,6 +256,8 @@ def validate(cfg: DictConfig) -> DictConfig:
             raise ConfigError(
                 f"{key}={OmegaConf.select(cfg, key)} is out of range; expected an integer >= {low}"
             )
+    # The one check of a level: every stage, direct run and Gym env composes through here.
+    registry.APPS.get(str(cfg.app.get("kind", cfg.app.name))).check_level(cfg.level)
     OmegaConf.to_object(cfg.focus).validate()
     if cfg.run.env_error_policy not in ("fail", "record"):
         raise ConfigError(
@@ -223,15 +271,39 @@ def validate(cfg: DictConfig) -> DictConfig:
 
 def section(group: str, node: DictConfig) -> DictConfig:
     """Check an app, agent or model section against the schema its `kind` names."""
-    from pipeline import registry
-
     kind = node.get("kind", node.get("name"))
     schema = registry.schema(group, str(kind))
+    if group == "app":
+        check_task(str(kind), node.get("task"), schema)
     merged = merge_schema(node, group, schema)
     checker = getattr(OmegaConf.to_object(merged), "validate", None)
     if checker is not None:
         checker()  # the app's own value checks (enums, ranges), before any work
     return merged
+
+
+def has_task(schema: type) -> bool:
+    """Whether an app config schema has the `task` field (apps offering detect/localize)."""
+    return dataclasses.is_dataclass(schema) and any(
+        f.name == "task" for f in dataclasses.fields(schema)
+    )
+
+
+def check_task(kind: str, task: Any, schema: type) -> None:
+    """An app section's `task` (None: not set) against what its app kind offers."""
+    spec = registry.APPS.get(kind)
+    if len(spec.tasks) > 1 and not has_task(schema):
+        raise ConfigError(
+            f"app kind '{kind}' offers the tasks {', '.join(spec.tasks)} but its config "
+            f"schema {schema.__name__} has no 'task' field to choose one"
+        )
+    if task is None:
+        return
+    spec.check_task(str(task))
+    if not has_task(schema):  # mitigate, the only task of an app without the setting
+        raise ConfigError(
+            f"app.task={task}: app kind '{kind}' has no task setting; it offers only mitigate"
+        )
 
 
 def merge_schema(section: Any, prefix: str, schema: type) -> DictConfig:
@@ -265,10 +337,15 @@ def _check_grid(grid: DictConfig) -> None:
         variant_overrides(entry, where=f"grid '{grid.name}': variants entry")
     for entry in grid.exclude:
         keys = set(entry) if isinstance(entry, DictConfig) else set()
-        if not keys or keys - set(CELL_KEYS):
+        if not keys or keys - set(EXCLUDE_KEYS):
             raise ConfigError(
                 f"grid '{grid.name}': exclude entry {to_plain(entry)} must map some of "
-                f"{', '.join(CELL_KEYS)} to a value"
+                f"{', '.join(EXCLUDE_KEYS)} to a value"
+            )
+    for task in grid.tasks:
+        if task not in TASKS:
+            raise ConfigError(
+                f"grid '{grid.name}': tasks holds '{task}'; choose from: {', '.join(TASKS)}"
             )
 
 
@@ -322,6 +399,9 @@ def check_time_limits(turn_timeout_s: float, episode_timeout_s: float) -> None:
 
 def _first_line(err: BaseException) -> str:
     text = str(err).strip()
+    # OmegaConf's "full_key: …", "object_type=…" lines repeat what the message names.
+    noise = ("full_key:", "object_type=", "reference_type=")
     lines = [line.strip() for line in text.splitlines() if line.strip()]
+    lines = [line for line in lines if not line.startswith(noise)]
     # Hydra puts the useful part ("Could not find 'app/mat'", options) over several lines.
     return " ".join(lines[:6]) if lines else type(err).__name__

@@ -75,6 +75,20 @@ class Query:
     # The size class the query was drawn at ("small", "medium", "large"; "" when the app
     # has none): with `operation`, the axes of the capability-boundary breakdown.
     size: str = ""
+    # The task kind (pipeline/diagnosis.py: TASKS): `mitigate` (fix the network), `detect`
+    # (answer whether anything is wrong) or `localize` (name every root cause). The app
+    # sets it from its config's `task`; detect and localize episodes are read-only.
+    task: str = "mitigate"
+    # The variety stratum the app drew the query in (e.g. topology family x size x fault
+    # kinds at their placements; "" when the app has none): `variety.sql` reports the
+    # share of the most common one.
+    stratum: str = ""
+
+    @property
+    def read_only(self) -> bool:
+        """Whether the episode may only look: every action that would change the
+        environment must be refused as a `blocked` step (detect and localize)."""
+        return self.task != "mitigate"
 
     def ground_truth_json(self) -> str:
         return canonical_json(self.ground_truth)
@@ -91,6 +105,9 @@ class StepResult:
     done: bool = False  # the episode ends after this step
     error: str | None = None  # a one-line reason when status is not OK
     exec_s: float = 0.0  # time the environment spent executing the action
+    # The structured answer this step submitted (detect, localize: pipeline/answers.py
+    # records it, as pipeline/diagnosis.py's Answer.as_json), else None.
+    answer: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -119,6 +136,9 @@ class Verdict:
     step_tasks: list[TaskStep] | None = None
     tasks: int = 1
     tasks_solved: int | None = None
+    # A real-valued score in [0, 1] where the task has one (localize: ITBench-AA's, 0 when
+    # a true cause is missed, else the answer's precision); None: 1 if correct, else 0.
+    score: float | None = None
 
 
 @dataclass(frozen=True)
@@ -195,7 +215,10 @@ def observation_changes(app: Any) -> Callable[[str, str], str | None] | None:
 
 
 class Episode(Protocol):
-    """One query being played. `observe()` gives the first observation."""
+    """One query being played. `observe()` gives the first observation; `max_turns` is
+    its turn budget. Optional: `read_budget`, the bytes of output the agent may read over
+    the episode (None or absent: no bound; pipeline/play.py withholds what is past it),
+    and `diagnose(name, arguments)` for the reply format's read-only diagnostics."""
 
     max_turns: int
 
@@ -215,8 +238,7 @@ class Environment(AbstractContextManager["Environment"], Protocol):
 class App(Protocol):
     """An application: generator, environment, oracle and scorer, versioned together."""
 
-    name: str
-    version: str
+    name: str  # the app config's name (its cell key); the version is its AppSpec's
     reply_format: ReplyFormat
     few_shot: Sequence[tuple[str, str]]  # (task, ideal reply) pairs written for the app
 

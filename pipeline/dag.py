@@ -23,8 +23,12 @@ from pipeline.errors import NetGaugeError
 from pipeline.files import write_whole
 from pipeline.plan import Plan, load_plan
 from pipeline.records import shard_rows
+from pipeline.registry import conf_dirs
 
-STAGE_CMD = f"{shlex.quote(sys.executable)} -m pipeline.stages"
+# The rules send a job's output to its log; `3>&2` first hands the console over as file
+# descriptor 3, where the job's heartbeat goes too (pipeline/heartbeat.py).
+STAGE_CMD = f"NETGAUGE_CONSOLE_FD=3 {shlex.quote(sys.executable)} -m pipeline.stages 3>&2"
+ANALYSIS_CMD = f"{shlex.quote(sys.executable)} -m analysis"  # summarize and report
 _NAME = r"[a-z0-9][a-z0-9_.-]*"
 WILDCARDS = {
     "app": _NAME,
@@ -197,8 +201,6 @@ class PlanCache:
 
     @property
     def path(self) -> Path:
-        from pipeline.registry import conf_dirs
-
         digest = hashlib.sha256(canonical_json([self.grid, self.data_dir, self.axes]).encode())
         for root in conf_dirs():
             for path in sorted(root.rglob("*.yaml")):

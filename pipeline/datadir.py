@@ -1,10 +1,14 @@
 """The data directory's layout version, and moving an older layout to the current one.
 
-Layout 2 (this code) puts the query count and the variant in every cell path and a
+Layout 3 (this code) is layout 2 with every shard in the current schema versions: a
+layout-2 directory meeting this code has its older shards upgraded in place, once, under
+the lock below (pipeline/migrate.py says what the added columns hold).
+
+Layout 2 puts the query count and the variant in every cell path and a
 query key in every row (pipeline/cells.py). A directory written by layout 1 has cell
 paths `app=A/model=M/agent=G/level=L/seed=S/` and queries paths `app=A/level=L/seed=S/`.
-When such a directory meets this code, `ensure_layout` rewrites its shards into layout 2
-before anything reads or writes them, under a lock, and loses nothing:
+When such a directory meets this code, `ensure_layout` rewrites its shards into the
+current layout before anything reads or writes them, under a lock, and loses nothing:
 
 - result shards (queries, episodes, steps, calls) are rewritten into the current schema
   under `variant=layout1` / `app_variant=layout1`, with `queries` set to the cell's row
@@ -27,15 +31,16 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.errors import DataError
 from pipeline.files import replacing
+from pipeline.migrate import conform, upgrade
+from pipeline.records import SCHEMA_VERSIONS
 
 log = logging.getLogger(__name__)
 
-LAYOUT = 2
+LAYOUT = 3
 MARKER = "layout.json"
 LEGACY = "layout1"
 _OLD_CELL = ("app", "model", "agent", "level", "seed")
@@ -53,11 +58,14 @@ def layout_version(root: Path) -> int | None:
     try:
         return int(json.loads(path.read_text())["layout"])
     except (ValueError, KeyError, TypeError) as err:
-        raise DataError(f'{path} is not a layout marker ({err}); expected {{"layout": 2}}') from err
+        raise DataError(
+            f'{path} is not a layout marker ({err}); expected {{"layout": {LAYOUT}}}'
+        ) from err
 
 
 def ensure_layout(root: Path) -> None:
-    """Make `root` a layout-2 data directory (migrating layout 1; see the module doc)."""
+    """Make `root` a data directory of the current layout (migrating layout 1, upgrading
+    layout 2's shards; see the module doc)."""
     version = layout_version(root)
     if version == LAYOUT:
         return
@@ -69,10 +77,13 @@ def ensure_layout(root: Path) -> None:
     if not (root / "results").is_dir():
         return  # nothing written yet: the first shard is written in layout 2
     with _locked(root / "results" / ".layout.lock"):
-        if layout_version(root) == LAYOUT:
+        version = layout_version(root)
+        if version == LAYOUT:
             return  # another process migrated it while we waited
-        moved = migrate(root)
-        marker(root).write_text(json.dumps({"layout": LAYOUT, "migrated_shards": moved}) + "\n")
+        moved = migrate(root) if version is None or version < 2 else 0
+        upgraded = upgrade(root)
+        done = {"layout": LAYOUT, "migrated_shards": moved, "upgraded_shards": upgraded}
+        marker(root).write_text(json.dumps(done) + "\n")
         if moved:
             log.warning(
                 "data directory %s: %d shard(s) of layout 1 moved to variant '%s' "
@@ -114,8 +125,6 @@ def _old_cell_shards(folder: Path) -> list[Path]:
 
 def migrate(root: Path) -> int:
     """Rewrite layout-1 shards of `root` into layout 2; return how many were moved."""
-    from pipeline.records import SCHEMA_VERSIONS, SCHEMAS
-
     shards = old_shards(root)
     written: list[Path] = []
     counts = _cell_counts(root)
@@ -138,7 +147,7 @@ def migrate(root: Path) -> int:
                 / "part-0.parquet"
             )  # fmt: skip
             extra = {"queries": count, "variant": LEGACY, "app_variant": LEGACY}
-        new = _conform(data, SCHEMAS[table], extra)
+        new = conform(table, data, extra)
         meta[b"netgauge.schema_version"] = SCHEMA_VERSIONS[table].encode()
         meta[b"netgauge.migrated_from"] = str(path.relative_to(root)).encode()
         new = new.replace_schema_metadata(meta)
@@ -163,30 +172,6 @@ def _cell_counts(root: Path) -> dict[tuple[str, ...], int]:
 
 def _hive(rel: Path) -> dict[str, str]:
     return dict(part.split("=", 1) for part in rel.parts)
-
-
-def _conform(data: pa.Table, schema: pa.Schema, extra: dict[str, object]) -> pa.Table:
-    """`data` in `schema`'s columns: present ones cast, `extra` filled in, the rest null
-    where nullable, else the type's zero value."""
-    columns = []
-    for f in schema:
-        if f.name in data.column_names:
-            columns.append(data[f.name].cast(f.type))
-        elif f.name in extra:
-            columns.append(pa.array([extra[f.name]] * data.num_rows, type=f.type))
-        elif f.nullable:
-            columns.append(pa.nulls(data.num_rows, type=f.type))
-        else:
-            columns.append(pa.array([_zero(f.type)] * data.num_rows, type=f.type))
-    return pa.table(columns, schema=schema)
-
-
-def _zero(kind: pa.DataType) -> object:
-    if pa.types.is_string(kind):
-        return ""
-    if pa.types.is_boolean(kind):
-        return False
-    return 0
 
 
 def _prune(folder: Path, stop: Path) -> None:

@@ -32,6 +32,7 @@ from typing import Any
 
 from pipeline.config import ROOT
 from pipeline.records import code_version
+from pipeline.views import connect
 
 DECODING_GRID = """\
 name: decoding
@@ -100,7 +101,6 @@ FROM calls k {CELLS} WHERE k.purpose = 'act' GROUP BY ALL ORDER BY ALL
 
 def figures(data: Path) -> dict[str, Any]:
     """The figures of the results under `data` (see the module docstring)."""
-    from analysis.views import connect
 
     con = connect(data)
     rows = con.execute(

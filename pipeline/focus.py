@@ -12,37 +12,19 @@ played keeps weight 1.0 as the app treats missing labels. The weights are part o
 queries' identity (the app variant, the queries hash) and are stored in every query row
 (`queries.focus`: the run they came from, the agent, the weights), so a "hard set" for
 an agent is reproducible: the same earlier results give the same weights and the same
-queries, byte for byte.
+queries, byte for byte. The settings' schema is `pipeline.config.FocusConfig`.
 """
 
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pipeline.errors import ConfigError, DataError
+from pipeline.views import connect
 
 DECIMALS = 6  # weights are rounded so equal runs give equal bytes
-
-
-@dataclass
-class FocusConfig:
-    results: str | None = None  # data dir of an earlier run to learn from; null: uniform
-    agent: str | None = None  # "model/agent" whose failures count; null: every agent
-    strength: float = 1.0  # how sharply failures are favoured (0: uniform)
-    smoothing: float = 0.05  # added to every failure rate, so nothing drops out entirely
-
-    def validate(self) -> None:
-        if self.strength < 0:
-            raise ConfigError(f"focus.strength={self.strength} must be >= 0")
-        if self.smoothing <= 0:
-            raise ConfigError(f"focus.smoothing={self.smoothing} must be > 0")
-        if self.agent is not None and self.agent.count("/") != 1:
-            raise ConfigError(
-                f"focus.agent='{self.agent}' must be 'model/agent', e.g. smollm2/zero_shot"
-            )
 
 
 def weights(cfg: Any) -> dict[str, Any] | None:
@@ -50,8 +32,6 @@ def weights(cfg: Any) -> dict[str, Any] | None:
     focus = cfg.get("focus")
     if focus is None or focus.get("results") is None:
         return None
-    from analysis.views import connect
-
     results = Path(str(focus.results))
     if not (results / "results").is_dir():
         raise DataError(

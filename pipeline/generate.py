@@ -8,11 +8,13 @@ from pathlib import Path
 from omegaconf import DictConfig
 from tqdm import tqdm
 
-from pipeline.build import layout, make_app, queries_hash
+from pipeline.build import app_version, layout, make_app, queries_hash
 from pipeline.capacity import check_request
 from pipeline.cells import cell_from_config
 from pipeline.core import App, Query, canonical_json
+from pipeline.errors import QueryGenerationError
 from pipeline.focus import generate_kwargs, weights
+from pipeline.heartbeat import waiting
 from pipeline.records import read_shard, shard_hash, shard_rows, to_table, write_shard
 
 log = logging.getLogger(__name__)
@@ -26,7 +28,7 @@ def generate(cfg: DictConfig, app: App | None = None) -> Path:
     app = app or make_app(cfg)
     cell = cell_from_config(cfg)
     path = layout(cfg).queries(cell)
-    digest = queries_hash(cfg, app)
+    digest = queries_hash(cfg)
     have = shard_rows(path) if shard_hash(path) == digest else 0
     if have >= cfg.queries:
         log.info("%s already holds %d >= %d queries", path, have, cfg.queries)
@@ -44,8 +46,16 @@ def generate(cfg: DictConfig, app: App | None = None) -> Path:
         **generate_kwargs(app, focus),
     )
     stored = canonical_json(focus) if focus else ""
-    for query in tqdm(queries, total=count, desc=f"generate {cell.query_part}", unit="q"):
-        rows.append(query_row(query, app.version, cell.app_variant) | {"focus": stored})
+    task = str(cfg.app.get("task", "mitigate"))
+    bar = tqdm(queries, total=count, desc=f"generate {cell.query_part}", unit="q")
+    with waiting(f"the next query of {cell.query_part} (drawn, then validated live)"):
+        for query in bar:
+            if query.task != task:
+                raise QueryGenerationError(
+                    f"app '{cfg.app.name}' made {query.query_id} a {query.task} query; its "
+                    f"config asks for task={task}"
+                )
+            rows.append(query_row(query, app_version(cfg), cell.app_variant) | {"focus": stored})
     write_shard("queries", to_table("queries", rows), path, config_hash=digest)
     log.info("wrote %d queries to %s", len(rows), path)
     return path
@@ -55,7 +65,7 @@ def stored_queries(cfg: DictConfig, app: App) -> list[Query] | None:
     """The cell's first `cfg.queries` queries from its shard when the shard was made with
     the same app settings and holds that many; else None (generate them)."""
     path = layout(cfg).queries(cell_from_config(cfg))
-    if shard_hash(path) == queries_hash(cfg, app) and shard_rows(path) >= cfg.queries:
+    if shard_hash(path) == queries_hash(cfg) and shard_rows(path) >= cfg.queries:
         return read_queries(path, limit=cfg.queries)
     return None
 
@@ -73,6 +83,8 @@ def query_row(query: Query, app_version: str, app_variant: str) -> dict[str, obj
         "env_key": query.env_key,
         "operation": query.operation,
         "size": query.size,
+        "task": query.task,
+        "stratum": query.stratum,
         "answer_type": query.answer_type,
         "prompt": query.prompt,
         "ground_truth": query.ground_truth_json(),
@@ -96,6 +108,8 @@ def read_queries(path: Path, limit: int | None = None) -> list[Query]:
             answer_type=row["answer_type"],
             operation=row["operation"],
             size=row["size"],
+            task=row["task"],
+            stratum=row["stratum"],
             ground_truth=json.loads(row["ground_truth"]),
             env_key=row["env_key"],
             key=row["query_key"] or "",

@@ -22,19 +22,24 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
+from pipeline import registry
+from pipeline.build import cell_config, make_app
 from pipeline.capacity import check_request
 from pipeline.cells import NO_MODEL, Cell, Layout, cell_from_config, cell_matches, data_root
 from pipeline.config import (
     GRID_AXES,
     compose,
+    has_task,
     load_choice,
     query_counts,
     to_plain,
     variant_overrides,
 )
 from pipeline.core import canonical_json
+from pipeline.datadir import ensure_layout
 from pipeline.errors import ConfigError
 from pipeline.files import write_whole
+from pipeline.preflight import check_cell
 from pipeline.splits import check_seeds
 
 log = logging.getLogger(__name__)
@@ -168,8 +173,6 @@ def _quote(text: str) -> str:
 def load_plan(
     grid: str, data_dir: str | Path = "data", axes: Mapping[str, Any] | None = None
 ) -> Plan:
-    from pipeline.datadir import ensure_layout
-
     cfg = compose([f"grid={grid}", f"data_dir={data_dir}", *axis_overrides(axes or {})])
     agents = {name: load_choice("agent", name) for name in cfg.grid.agents}
     for name in cfg.grid.apps:
@@ -210,31 +213,67 @@ def plan_name(grid: str, axes: Mapping[str, Any]) -> str:
 
 def _grid_cells(grid: Any, agents: Mapping[str, Any], data_dir: str) -> list[Cell]:
     """Every cell of a grid but the excluded; agents that need no model get model=none."""
-    from pipeline.build import cell_config
 
     excluded = [dict(entry) for entry in grid.get("exclude", [])]
     variants = [variant_overrides(v, f"grid '{grid.name}': variants entry") for v in grid.variants]
     counts = query_counts(grid.queries)
-    found: dict[tuple, Cell] = {}  # (app, agent, model, overrides) -> a cell of that config
+    found: dict[tuple, tuple[Cell, str]] = {}  # (app, agent, model, overrides) -> cell, task
     cells = set()
     for app, agent in itertools.product(grid.apps, grid.agents):
         models = grid.models if agents[agent].uses_model else [NO_MODEL]
-        for model, overrides in itertools.product(models, variants):
+        for model, base, task in itertools.product(models, variants, _tasks(grid, app, excluded)):
+            overrides = base + task
             combo = (app, agent, model, overrides)
             if combo not in found:
                 draft = Cell(app, model, agent, 1, 0, 1, overrides=overrides)
-                found[combo] = cell_from_config(cell_config(draft, data_dir))
-            variant, app_variant = found[combo].variant, found[combo].app_variant
+                cfg = cell_config(draft, data_dir)
+                check_cell(cfg, probe=False)  # a missing agent.url fails here, not in a job
+                found[combo] = cell_from_config(cfg), str(cfg.app.get("task", "mitigate"))
+            (made, kind) = found[combo]
             for level, seed, count in itertools.product(grid.levels, grid.seeds, counts):
-                cell = Cell(app, model, agent, level, seed, count, variant, app_variant, overrides)
-                if not any(cell_matches(cell, entry) for entry in excluded):
+                cell = Cell(
+                    app, model, agent, level, seed, count, made.variant, made.app_variant, overrides
+                )
+                if not any(_excludes(entry, cell, kind) for entry in excluded):
                     cells.add(cell)
     return sorted(cells)
 
 
+def _tasks(grid: Any, app: str, excluded: list[dict[str, Any]]) -> list[tuple[str, ...]]:
+    """The grid's `tasks` for `app` as variant overrides: [()] without a tasks axis; a
+    task the app does not offer is refused unless an exclude entry names the pair."""
+    if not grid.tasks:
+        return [()]
+    node = load_choice("app", app)
+    spec = registry.APPS.get(str(node.kind))
+    out: list[tuple[str, ...]] = []
+    for task in grid.tasks:
+        if task not in spec.tasks:
+            if any(set(e) <= {"app", "task"} and _pair(e, app, task) for e in excluded):
+                continue
+            raise ConfigError(
+                f"grid '{grid.name}': app {app} does not offer task {task}; it offers "
+                f"{', '.join(spec.tasks)} (or leave the pair out: exclude: "
+                f"[{{app: {app}, task: {task}}}])"
+            )
+        has = has_task(registry.schema("app", str(node.kind)))
+        out.append((f"app.task={task}",) if has else ())
+    return out
+
+
+def _pair(entry: Mapping[str, Any], app: str, task: str) -> bool:
+    return str(entry.get("app", app)) == app and str(entry.get("task", task)) == task
+
+
+def _excludes(entry: Mapping[str, Any], cell: Cell, task: str) -> bool:
+    """Whether a grid's exclude entry matches `cell` (whose app plays `task`)."""
+    if "task" in entry and str(entry["task"]) != task:
+        return False
+    return cell_matches(cell, {k: v for k, v in entry.items() if k != "task"})
+
+
 def _capacities(cells: tuple[Cell, ...], data_dir: str) -> dict[tuple[str, str, int], Any]:
     """The capacity of every (app, app variant, level) the cells use (None: repeats allowed)."""
-    from pipeline.build import cell_config, make_app
 
     apps: dict[tuple[str, str], Any] = {}
     out: dict[tuple[str, str, int], Any] = {}

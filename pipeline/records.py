@@ -35,13 +35,16 @@ from pipeline.untrusted import storable
 # migrated by pipeline/datadir.py). Version 3 of `queries` and 4 of `episodes` added the
 # size class (and `queries.focus`); version 4 of `calls` the exchanges (request,
 # response, dropped turns) and 5 lets tokens and time to first token be null (protocol
-# agents report them only sometimes). Older result shards are rescored.
+# agents report them only sometimes). Version 4 of `queries` and `steps`, 3 of
+# `transcripts` and 5 of `episodes` added the task kinds (pipeline/diagnosis.py), the
+# answer and its score, the variety stratum and what each turn showed (bytes, diagnostics,
+# budgets); data directories of the versions before are migrated (pipeline/migrate.py).
 RESULTS = ("episodes", "steps", "calls", "cells")  # tables the score stage writes
 SCHEMA_VERSIONS = {
-    "queries": "3",
-    "transcripts": "2",
-    "episodes": "4",
-    "steps": "3",
+    "queries": "4",
+    "transcripts": "3",
+    "episodes": "5",
+    "steps": "4",
     "calls": "5",
     "cells": "1",
 }
@@ -67,6 +70,15 @@ _TURN = [
     pa.field("output", pa.string(), nullable=False),
 ]
 
+# What a turn submitted and showed: the answer (JSON, detect/localize), the bytes of its
+# output as shown, and the diagnostics run before it with the bytes they showed.
+_SHOWN = [
+    pa.field("answer", pa.string()),
+    pa.field("bytes_out", pa.int32(), nullable=False),
+    pa.field("diagnostics", pa.int16(), nullable=False),
+    pa.field("diagnostic_bytes", pa.int64(), nullable=False),
+]
+
 # Which task of the query a turn worked on, in `steps` and in `calls` (by the turn served).
 _TASK = [
     pa.field("task", pa.string(), nullable=False),
@@ -87,6 +99,8 @@ SCHEMAS: dict[str, pa.Schema] = {
             pa.field("env_key", pa.string(), nullable=False),
             pa.field("operation", pa.string(), nullable=False),
             pa.field("size", pa.string(), nullable=False),
+            pa.field("task", pa.string(), nullable=False),  # mitigate | detect | localize
+            pa.field("stratum", pa.string(), nullable=False),  # "" when the app has none
             pa.field("answer_type", pa.string(), nullable=False),
             pa.field("prompt", pa.string(), nullable=False),
             pa.field("ground_truth", pa.string(), nullable=False),
@@ -105,6 +119,9 @@ SCHEMAS: dict[str, pa.Schema] = {
             pa.field("prompt_tokens", pa.int64()),
             pa.field("completion_tokens", pa.int64()),
             pa.field("calls", pa.string(), nullable=False),
+            *_SHOWN,
+            pa.field("turn_budget", pa.int16(), nullable=False),
+            pa.field("read_budget", pa.int64()),
         ]
     ),
     "episodes": pa.schema(
@@ -115,11 +132,20 @@ SCHEMAS: dict[str, pa.Schema] = {
             pa.field("query_key", pa.string()),  # null only in migrated shards
             pa.field("operation", pa.string(), nullable=False),
             pa.field("size", pa.string(), nullable=False),
+            pa.field("task", pa.string(), nullable=False),
             pa.field("answer_type", pa.string(), nullable=False),
             pa.field("outcome", pa.string(), nullable=False),
             pa.field("correct", pa.bool_(), nullable=False),
             pa.field("safe", pa.bool_(), nullable=False),
+            pa.field("score", pa.float64(), nullable=False),  # 0..1; correct as 1/0 unless scored
+            pa.field("answer", pa.string()),  # the submitted answer, JSON (detect, localize)
             pa.field("iterations", pa.int16(), nullable=False),
+            pa.field("commands", pa.int32(), nullable=False),
+            pa.field("blocked", pa.int16(), nullable=False),
+            pa.field("bytes_read", pa.int64(), nullable=False),
+            pa.field("diagnostics", pa.int32(), nullable=False),
+            pa.field("turn_budget", pa.int16(), nullable=False),
+            pa.field("read_budget", pa.int64()),
             pa.field("tasks", pa.int16(), nullable=False),
             pa.field("tasks_solved", pa.int16(), nullable=False),
             pa.field("latency_s", pa.float64(), nullable=False),
@@ -147,6 +173,7 @@ SCHEMAS: dict[str, pa.Schema] = {
             pa.field("exec_s", pa.float64(), nullable=False),
             pa.field("agent_s", pa.float64(), nullable=False),
             pa.field("evidence", pa.string(), nullable=False),
+            pa.field("bytes_out", pa.int32(), nullable=False),
         ]
     ),
     "calls": pa.schema(

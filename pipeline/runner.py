@@ -15,23 +15,25 @@ import logging
 import queue
 import threading
 import time
-import traceback
 from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig
 from tqdm import tqdm
 
-from pipeline import untrusted
+from pipeline import answers, untrusted
 from pipeline.agents import Agent, Reply, agent_episode
-from pipeline.build import layout, make_agent, make_app, run_hash
-from pipeline.cells import Cell, cell_from_config
+from pipeline.answers import AnswerSpec
+from pipeline.build import cell_config, layout, make_agent, make_app, run_hash
+from pipeline.cells import Cell, Layout, cell_from_config, data_root
 from pipeline.checkpoint import CellFailed, Checkpoint
 from pipeline.core import App, Environment, Query, StepResult, StepStatus, canonical_json
-from pipeline.errors import AgentFailure, AgentStopped, EnvironmentFailure
+from pipeline.errors import AgentFailure, AgentStopped, EnvironmentFailure, NetGaugeError
 from pipeline.generate import read_queries
-from pipeline.play import EpisodeLoop
-from pipeline.records import write_shard
+from pipeline.llm.models import ModelPool
+from pipeline.plan import read_plan
+from pipeline.play import EpisodeLoop, Shown, environment_failure, played
+from pipeline.records import shard_hash, write_shard
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +49,6 @@ def run(cfg: DictConfig, models: Any = None, share: Budget | None = None) -> Pat
     """
     with contextlib.ExitStack() as stack:
         if cfg.agent.uses_model and models is None:
-            from pipeline.llm.models import ModelPool
-
             models = stack.enter_context(ModelPool(layout(cfg).root))
         return _run(cfg, models, share)
 
@@ -76,18 +76,13 @@ def run_model(grid: str, model: str, data_dir: str) -> list[Path]:
     resumes with the cells that did not finish (each from its checkpoint). A failing cell
     does not stop the others; the first failure is raised once every cell has stopped.
     """
-    from pipeline.build import cell_config
-    from pipeline.cells import Layout, data_root
-    from pipeline.llm.models import ModelPool
-    from pipeline.plan import read_plan
-    from pipeline.records import shard_hash
 
     cells = [c for c in read_plan(data_dir, grid) if c.model == model]
     if not cells:
         raise CellFailed(f"plan '{grid}' has no cell with model '{model}'")
     paths = Layout(data_root(data_dir))
     configs = [(cell_config(cell, data_dir), paths.transcripts(cell)) for cell in cells]
-    todo = [cfg for cfg, path in configs if shard_hash(path) != run_hash(cfg, make_app(cfg))]
+    todo = [cfg for cfg, path in configs if shard_hash(path) != run_hash(cfg)]
     errors: list[BaseException] = []
     if todo:
         slots = threading.BoundedSemaphore(max(workers_for(cfg) for cfg in todo))
@@ -134,7 +129,7 @@ def _run(cfg: DictConfig, models: Any, share: Budget | None = None) -> Path:
     agent = make_agent(cfg, app, models)
     cell = cell_from_config(cfg)
     paths = layout(cfg)
-    digest = run_hash(cfg, app)
+    digest = run_hash(cfg)
     queries = read_queries(paths.queries(cell), limit=cfg.queries)
     if len(queries) < cfg.queries:
         raise CellFailed(
@@ -200,7 +195,7 @@ def _play_missing(
                             share.drained.set()
                         if env is None:
                             env = stack.enter_context(app.environment())
-                        results.put(("rows", play(env, agent, query, cell)))
+                        results.put(("rows", play(env, agent, query, cell, app)))
         except BaseException as err:  # handed to the main thread, which re-raises it
             results.put(("error", err))
         finally:
@@ -258,16 +253,17 @@ def _env_error(rows: list[dict[str, Any]]) -> str | None:
     return None
 
 
-def play(env: Environment, agent: Agent, query: Query, cell: Cell) -> list[dict[str, Any]]:
+def play(
+    env: Environment, agent: Agent, query: Query, cell: Cell, app: App | None = None
+) -> list[dict[str, Any]]:
     """One episode; returns its transcript rows. Environment failures become env_error
-    steps; an agent that cannot reply (AgentFailure) a step of its status, which ends the
-    episode (one that stopped by itself after acting adds none)."""
+    steps (whatever a step raised: pipeline/play.py); an agent that cannot reply
+    (AgentFailure) a step of its status, which ends the episode (one that stopped by itself
+    after acting adds none), and so does an agent whose own code raised on what it got."""
     rows: list[dict[str, Any]] = []
     try:
-        with env.episode(query) as episode:
-            loop = EpisodeLoop(episode)
-            probe = getattr(episode, "diagnose", None)
-            with agent_episode(agent, query, loop.max_turns or 0, probe) as end:
+        with played(env, query, answers=answer_spec(app, query)) as loop:
+            with agent_episode(agent, query, loop.max_turns or 0, loop.diagnose) as end:
                 while not loop.over:
                     turn = loop.turn + 1
                     started = time.perf_counter()
@@ -275,17 +271,50 @@ def play(env: Environment, agent: Agent, query: Query, cell: Cell) -> list[dict[
                         reply = agent.reply(query, loop.observation, list(loop.history), turn)
                     except AgentFailure as err:  # the agent cannot reply any more
                         agent_s = time.perf_counter() - started
-                        end.reason = _agent_ended(rows, query, cell, turn, err, agent_s)
+                        end.reason = _agent_ended(rows, query, cell, turn, err, agent_s, loop)
+                        break
+                    except NetGaugeError:  # the environment's or a model server's; a config's
+                        raise
+                    except Exception as err:  # the agent's own code: a typed step, logged
+                        agent_s = time.perf_counter() - started
+                        failed = _agent_raised(err)
+                        end.reason = _agent_ended(rows, query, cell, turn, failed, agent_s, loop)
                         break
                     agent_s = time.perf_counter() - started
                     result = loop.step(reply.text)
-                    rows.append(_row(query, cell, turn, reply, result, agent_s))
+                    rows.append(_row(query, cell, turn, reply, result, agent_s, loop))
                 else:
                     end.reason = _why_over(loop)
                 end.observation = loop.observation
+            _late_diagnostics(rows, loop)
     except EnvironmentFailure as err:
+        log.error("environment failure in %s: %s", query.query_id, err, exc_info=err)
         rows.append(_env_error_row(query, cell, len(rows) + 1, str(err)))
+    except NetGaugeError:  # a wrong config or input: the cell fails, naming it
+        raise
+    except Exception as err:  # opening, observing or closing the episode; traceback logged
+        failure = environment_failure(err, f"the episode of {query.query_id}")
+        rows.append(_env_error_row(query, cell, len(rows) + 1, str(failure)))
     return rows
+
+
+def _agent_raised(err: Exception) -> AgentFailure:
+    """An agent's own code raised on what it was sent (a reply it could not read, a peer's
+    message it could not decode): the agent failed, not the environment."""
+    log.error("the agent raised %s", type(err).__name__, exc_info=err)
+    return AgentFailure(f"the agent raised {type(err).__name__}: {err}"[:2000])
+
+
+def answer_spec(app: App | None, query: Query) -> AnswerSpec | None:
+    return answers.answer_spec(app, query) if app is not None else None
+
+
+def _late_diagnostics(rows: list[dict[str, Any]], loop: EpisodeLoop) -> None:
+    """Diagnostics run after the last step (the agent then stopped) join its row."""
+    if rows and loop.pending.diagnostics:
+        rows[-1]["diagnostics"] += loop.pending.diagnostics
+        rows[-1]["diagnostic_bytes"] += loop.pending.diagnostic_bytes
+        loop.pending = Shown()
 
 
 def _why_over(loop: EpisodeLoop) -> str:
@@ -304,6 +333,7 @@ def _agent_ended(
     turn: int,
     err: AgentFailure,
     agent_s: float,
+    loop: EpisodeLoop,
 ) -> str:
     """Record why the agent gave no reply; return the reason shown to it."""
     if isinstance(err, AgentStopped) and rows:
@@ -318,7 +348,7 @@ def _agent_ended(
     ended = StepResult("", status, "", error=reason[:2000], done=True)
     tokens = _tokens(err.calls)
     reply = Reply("", *tokens, calls=err.calls)
-    rows.append(_row(query, cell, turn, reply, ended, agent_s))
+    rows.append(_row(query, cell, turn, reply, ended, agent_s, loop, Shown()))
     return f"{status}: {reason}"
 
 
@@ -338,7 +368,13 @@ def _row(
     reply: Reply,
     result: StepResult,
     agent_s: float,
+    loop: EpisodeLoop | None = None,
+    shown: Shown | None = None,
 ) -> dict[str, Any]:
+    """One transcript row. `shown` defaults to what the loop's last step showed (a step
+    the loop did not play, e.g. the agent's failure, shows nothing)."""
+    if shown is None:
+        shown = loop.shown[-1] if loop is not None and loop.shown else Shown()
     return {
         "query_id": query.query_id,
         **cell.columns(),
@@ -354,10 +390,15 @@ def _row(
         "prompt_tokens": reply.prompt_tokens,
         "completion_tokens": reply.completion_tokens,
         "calls": canonical_json(reply.calls),
+        "answer": canonical_json(result.answer) if result.answer is not None else None,
+        "bytes_out": shown.bytes_out,
+        "diagnostics": shown.diagnostics,
+        "diagnostic_bytes": shown.diagnostic_bytes,
+        "turn_budget": (loop.max_turns or 0) if loop is not None else 0,
+        "read_budget": loop.read_budget if loop is not None else None,
     }
 
 
 def _env_error_row(query: Query, cell: Cell, turn: int, error: str) -> dict[str, Any]:
-    log.error("environment failure in %s:\n%s", query.query_id, traceback.format_exc())
     failed = StepResult("", StepStatus.ENV_ERROR, "", error=error, done=True)
     return _row(query, cell, turn, Reply(""), failed, 0.0)

@@ -18,6 +18,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
+from pipeline.answers import counts
 from pipeline.build import layout, make_app, run_hash
 from pipeline.cells import Cell, cell_from_config
 from pipeline.core import (
@@ -32,6 +33,7 @@ from pipeline.core import (
 )
 from pipeline.errors import DataError
 from pipeline.generate import read_queries
+from pipeline.play import READING
 from pipeline.records import code_version, read_shard, to_table, write_shard
 from pipeline.splits import split_of
 from pipeline.variants import variant_of
@@ -45,7 +47,7 @@ def score(cfg: DictConfig) -> tuple[Path, Path, Path, Path]:
     cell = cell_from_config(cfg)
     columns = cell.columns()
     paths = layout(cfg)
-    digest = run_hash(cfg, app)
+    digest = run_hash(cfg)
     queries = read_queries(paths.queries(cell), limit=cfg.queries)
     by_query: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in read_shard("transcripts", paths.transcripts(cell)).to_pylist():
@@ -70,7 +72,7 @@ def score(cfg: DictConfig) -> tuple[Path, Path, Path, Path]:
         episodes.append(
             {"query_id": query.query_id, **columns, "app_variant": cell.app_variant}
             | {"query_key": query.key or None}
-            | {"size": query.size}
+            | {"size": query.size, "task": query.task}
             | _episode_row(query.operation, query.answer_type, rows, verdict, digest, version)
             | _task_counts(cell.app, query, verdict)
         )
@@ -159,6 +161,7 @@ def _step(row: dict[str, Any]) -> StepResult:
         evidence=json.loads(row["evidence"]),
         error=row["error"],
         exec_s=row["exec_s"],
+        answer=json.loads(row["answer"]) if row["answer"] else None,
     )
 
 
@@ -180,13 +183,28 @@ def _episode_row(
     counted = [c for c in calls if c.get("completion_tokens") is not None]
     call_s = sum(call["latency_s"] for call in counted)
     completion = sum(call["completion_tokens"] for call in counted)
+    answers = [r["answer"] for r in rows if r["answer"]]
+    steps = [_step(r) for r in rows]
+    score = verdict.score if verdict.score is not None else float(verdict.correct)
+    if not 0.0 <= score <= 1.0:
+        raise DataError(f"an episode was scored {score}; a score is in [0, 1]")
     return {
         "operation": operation,
         "answer_type": answer_type,
         "outcome": str(verdict.outcome),
         "correct": verdict.correct,
         "safe": verdict.safe,
+        "score": score,
+        "answer": answers[-1] if answers else None,
         "iterations": len(rows),
+        **counts(steps),
+        "bytes_read": sum(
+            (s.status in READING and s.answer is None) * r["bytes_out"] + r["diagnostic_bytes"]
+            for r, s in zip(rows, steps, strict=True)
+        ),
+        "diagnostics": sum(r["diagnostics"] for r in rows),
+        "turn_budget": max((r["turn_budget"] for r in rows), default=0),
+        "read_budget": rows[0]["read_budget"] if rows else None,
         "latency_s": sum(r["exec_s"] for r in rows),
         "agent_s": sum(r["agent_s"] for r in rows),
         "error": verdict.error,
@@ -250,6 +268,7 @@ def _step_row(
         "exec_s",
         "agent_s",
         "evidence",
+        "bytes_out",
     )
     return {
         **{key: row[key] for key in keep},

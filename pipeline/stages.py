@@ -2,7 +2,8 @@
 
 Snakemake rules are shims over these commands; each one composes the cell's config
 with Hydra's compose API and calls one typed function, so every stage also runs (and
-is tested) without Snakemake.
+is tested) without Snakemake. The last two stages, summarize and report, read results
+only: they are analysis's own commands (`python -m analysis summarize|report`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,11 @@ from pipeline.build import cell_config
 from pipeline.cells import NO_MODEL, cell_from_config, parse_cell
 from pipeline.config import variant_overrides
 from pipeline.errors import ConfigError, NetGaugeError
+from pipeline.generate import generate
+from pipeline.heartbeat import Heartbeat
+from pipeline.plan import load_plan
+from pipeline.runner import run, run_model
+from pipeline.scoring import score
 
 
 def _cell_args(parser: argparse.ArgumentParser, *, with_agent: bool) -> None:
@@ -60,8 +66,6 @@ def _config(args: argparse.Namespace):
 
 
 def cmd_plan(args: argparse.Namespace) -> None:
-    from pipeline.plan import load_plan
-
     try:
         axes = json.loads(args.axes)
     except json.JSONDecodeError as err:
@@ -74,42 +78,26 @@ def cmd_plan(args: argparse.Namespace) -> None:
 
 
 def cmd_generate(args: argparse.Namespace) -> None:
-    from pipeline.generate import generate
-
-    print(generate(_config(args)))
+    cfg = _config(args)
+    with Heartbeat(f"generate {cell_from_config(cfg).query_part}"):
+        print(generate(cfg))
 
 
 def cmd_run(args: argparse.Namespace) -> None:
-    from pipeline.runner import run
-
-    print(run(_config(args)))
+    cfg = _config(args)
+    with Heartbeat(f"run {cell_from_config(cfg).part}"):
+        print(run(cfg))
 
 
 def cmd_run_model(args: argparse.Namespace) -> None:
-    from pipeline.runner import run_model
-
-    for path in run_model(args.grid, args.model, args.data_dir):
-        print(path)
+    with Heartbeat(f"run_model_{args.model} (grid {args.grid})"):
+        for path in run_model(args.grid, args.model, args.data_dir):
+            print(path)
 
 
 def cmd_score(args: argparse.Namespace) -> None:
-    from pipeline.scoring import score
-
     for path in score(_config(args)):
         print(path)
-
-
-def cmd_summarize(args: argparse.Namespace) -> None:
-    from analysis.summary import summarize_plan
-
-    text = summarize_plan(args.data_dir, args.grid)
-    print(text)
-
-
-def cmd_report(args: argparse.Namespace) -> None:
-    from analysis.report import build_report
-
-    print(build_report(args.data_dir, args.grid))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -129,8 +117,6 @@ def build_parser() -> argparse.ArgumentParser:
             None,
         ),
         "score": ("score a cell's transcripts into episodes and steps", cmd_score, True),
-        "summarize": ("per-cell summary with 95 %% intervals", cmd_summarize, None),
-        "report": ("the static report page: data/report/index.html", cmd_report, None),
     }
     for name, (help_text, func, with_agent) in stages.items():
         p = sub.add_parser(name, help=help_text, description=help_text)

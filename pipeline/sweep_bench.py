@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.config import ROOT
+from pipeline.views import connect
 
 _STAMP = re.compile(r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]$")
 _RULE = re.compile(r"^(?:local)?rule (\S+):$")
@@ -80,7 +81,6 @@ def cpu_busy_s() -> float:
 
 def llm_breakdown(data: Path) -> dict[str, Any]:
     """Prefill, decode, sandbox and the rest of the LLM cells' time, from the results."""
-    from analysis.views import connect
 
     con = connect(data)
     calls = con.execute(
@@ -107,7 +107,6 @@ def llm_breakdown(data: Path) -> dict[str, Any]:
 def reference_verdicts(data: Path) -> dict[str, Any]:
     """The reference agents' verdicts, to show a faster sweep judged the same: per agent
     the episodes and the correct-and-safe ones, and episodes ending in env_error."""
-    from analysis.views import connect
 
     con = connect(data)
     out: dict[str, Any] = {}

@@ -13,7 +13,15 @@ no file format can store (a lone surrogate from a JSON `"\\ud800"` escape). Two 
 
 Apps read replies with scans linear in their length (`fenced_blocks` for ``` blocks, a
 bounded number of JSON decodes), never with a regular expression that can backtrack over
-the whole reply from each of many starting points.
+the whole reply from each of many starting points. JSON in a reply is read with `JSON`,
+which takes every number JSON allows: Python's `int()` refuses more than 4,300 digits
+(a ValueError out of `json.loads`), so a longer integer is read as a float (inf past
+1e308), as JavaScript and Go read it.
+
+Text that goes on to a program (an argv, a command's stdin) must be text a program can
+take: `argv_refusal` says why not, for a refusal before anything is spawned. What is read
+back from programs is decoded with replacement wherever it is read, so no byte stored
+in a process (the kernel, a daemon) can break a later read.
 
 The stored copy of a reply past the bound is its first `max_chars` characters, followed by
 a note with its full length and SHA-256, so a transcript never holds megabytes of junk.
@@ -22,6 +30,7 @@ a note with its full length and SHA-256, so a transcript never holds megabytes o
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Iterator
 from dataclasses import replace
@@ -31,6 +40,32 @@ from pipeline.core import Episode, StepResult, StepStatus
 DEFAULT_MAX_REPLY_CHARS = 1 << 20  # >= every app's own limit (MALT code: 1 MiB of UTF-8)
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _LANG = re.compile(r"[ \t]*([\w+-]*)")
+
+
+def _json_int(digits: str) -> int | float:
+    try:
+        return int(digits)
+    except ValueError:  # past sys.get_int_max_str_digits()
+        return float(digits)
+
+
+JSON = json.JSONDecoder(parse_int=_json_int)  # .decode / .raw_decode; see the docstring
+
+
+def argv_refusal(text: str) -> str | None:
+    """Why `text` cannot be handed to a program as an argument or input (None: it can).
+    A lone surrogate is not Unicode text: spawning raises UnicodeEncodeError for most of
+    them and writes a byte the agent never typed for \udc80-\udcff (surrogateescape); a
+    NUL ends an argument in the kernel."""
+    if "\0" in text:
+        return f"it holds a NUL character (at character {text.index(chr(0))})"
+    found = None if text.isascii() else _SURROGATE.search(text)
+    if found:
+        return (
+            f"it holds a lone surrogate, \\u{ord(found.group()):04x} at character "
+            f"{found.start()}, which is not Unicode text"
+        )
+    return None
 
 
 def storable(text: str) -> str:
@@ -85,7 +120,7 @@ def step(episode: Episode, reply: object, max_chars: int = DEFAULT_MAX_REPLY_CHA
     empty reply with the reason in place of its message."""
     why = refusal(reply, max_chars)
     if why is None:
-        return episode.step(reply)
+        return episode.step(str(reply))  # refusal let it through: it is a str already
     result = episode.step("")
     status = result.status if result.status is not StepStatus.OK else StepStatus.PARSE_ERROR
     return replace(result, action="", status=status, output=why, error=why)

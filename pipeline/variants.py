@@ -26,6 +26,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from omegaconf import DictConfig, OmegaConf
+
+from pipeline import registry
+from pipeline.config import choices, load_choice
+from pipeline.core import canonical_json
+from pipeline.focus import weights
+from pipeline.registry import conf_dirs
+
 BASE = "base"
 SECTIONS = ("app", "agent", "model")
 _OPERATIONAL = "netgauge.operational"
@@ -71,8 +79,6 @@ def flatten(value: Any, prefix: str) -> dict[str, Any]:
 
 
 def digest(value: Any) -> str:
-    from pipeline.core import canonical_json
-
     return hashlib.sha256(canonical_json(value).encode()).hexdigest()
 
 
@@ -82,8 +88,6 @@ def name_of(differences: Mapping[str, Any]) -> str:
 
 def label_of(differences: Mapping[str, Any]) -> str:
     """The differences as overrides a user could type: "app.max_turns=5 model.seed=1"."""
-    from pipeline.core import canonical_json
-
     if not differences:
         return "as configured"
     return " ".join(f"{key}={canonical_json(value)}" for key, value in sorted(differences.items()))
@@ -105,10 +109,6 @@ class Variant:
 
 def section_settings(group: str, section: Any) -> dict[str, Any]:
     """The result settings of one validated section (DictConfig or dict)."""
-    from omegaconf import DictConfig, OmegaConf
-
-    from pipeline import registry
-
     plain = (
         OmegaConf.to_container(section, resolve=True)
         if isinstance(section, DictConfig)
@@ -120,11 +120,6 @@ def section_settings(group: str, section: Any) -> dict[str, Any]:
 
 @functools.cache
 def _named(group: str, name: str, kind: str, search: tuple[str, ...]) -> dict[str, Any]:
-    from omegaconf import OmegaConf
-
-    from pipeline import registry
-    from pipeline.config import choices, load_choice
-
     del search  # part of the cache key only: another app path means other files
     if name in choices(group):
         return section_settings(group, load_choice(group, name))
@@ -137,8 +132,6 @@ def _named(group: str, name: str, kind: str, search: tuple[str, ...]) -> dict[st
 
 def named_settings(group: str, name: str, kind: str) -> dict[str, Any]:
     """The result settings `conf/<group>/<name>.yaml` gives on its own (cached)."""
-    from pipeline.registry import conf_dirs
-
     return _named(group, name, kind, tuple(str(d) for d in conf_dirs()))
 
 
@@ -171,8 +164,6 @@ def variant_of(cfg: Any) -> Variant:
 def generation_settings(cfg: Any) -> dict[str, Any]:
     """How a cell's queries are drawn, where it differs from the default: repeats kept,
     failure-driven weights (pipeline/focus.py)."""
-    from pipeline.focus import weights
-
     out: dict[str, Any] = {}
     if cfg.get("allow_repeats"):
         out["allow_repeats"] = True

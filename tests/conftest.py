@@ -180,7 +180,9 @@ def smoke_sweep(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
 @pytest.fixture
 def echo_app():
     """Register the fake echo app for one test."""
-    spec = registry.AppSpec("echo", "tests.fakes:EchoApp", "tests.fakes:EchoConfig", "1")
+    spec = registry.AppSpec(
+        "echo", "tests.fakes:EchoApp", "tests.fakes:EchoConfig", "1", levels=(1, 2, 3)
+    )
     with registry.APPS.override("echo", spec):
         yield
 

@@ -5,11 +5,16 @@ s1; h2 on s2).
 FAMILIES are sent as an agent sends them (through the command sandbox: the grammar must
 allow each one). LEAKY is state the grammar refuses (emulators/netcmd/durable.py) but the
 environment itself could leave behind, applied with the emulator's own `run`: a reset must
-undo it too. `covered()` lists the grammar's words no family uses, so a setting added to
-the grammar without a family here fails the suite.
+undo it too. `covered()` lists what no family shows: every kind of state the policy lets a
+command change, per tool and address family (emulators/netcmd/effects.py derives them
+from the policy's own tables), must be changed by a family here and held by a section of
+the reset's state (emulators/state.py COVERS); and every grammar word must be used. So a
+kind, a family or a setting added to the policy without a family here fails the suite.
 """
 
 from __future__ import annotations
+
+import shlex
 
 FAMILIES: list[tuple[str, str]] = [
     # ip address: every attribute ipaddress.c sets on IPv4
@@ -27,6 +32,18 @@ FAMILIES: list[tuple[str, str]] = [
     ("h1", "ip route replace default via 10.0.1.1 dev lo onlink"),
     ("r0", "ip rule add pref 300 from 10.0.2.0/24 lookup 77"),
     ("r0", "ip rule add pref 301 to 10.9.0.0/16 prohibit"),
+    # IPv6: rules and routes need no IPv6 on any interface; proxy entries neither
+    ("r0", "ip -6 rule add pref 100 prohibit"),  # survived the reset before issue 26
+    ("r0", "ip -6 ru a pref 101 to 2001:db8::/32 lookup 77"),
+    ("r0", "ip route add unreachable 2001:db8:1::/48 table 77"),  # the family from the prefix
+    ("r0", "ip -family inet6 route add blackhole 2001:db8:2::/48"),
+    ("r0", "ip neigh add proxy 2001:db8::6 dev r0-eth1"),
+    # ... addresses, neighbours and device routes once a sysctl turns IPv6 on
+    ("h2", "sysctl -w net.ipv6.conf.h2-eth0.disable_ipv6=0"),
+    ("h2", "ip -6 addr add 2001:db8:9::2/64 dev h2-eth0 nodad"),
+    ("h2", "ip -6 neigh add 2001:db8:9::9 lladdr 00:11:22:33:44:02 dev h2-eth0"),
+    ("h2", "ip -6 route add 2001:db8:a::/48 via 2001:db8:9::9"),
+    ("h2", "route -6 add default dev h2-eth0"),  # route takes no IPv6 text but `default`
     # ip neighbour, arp (permanent and proxy entries)
     ("r0", "ip neigh add 10.0.1.77 lladdr 00:11:22:33:44:55 dev r0-eth1"),
     ("r0", "ip neigh add proxy 10.0.1.78 dev r0-eth1"),
@@ -94,18 +111,48 @@ LEAKY: list[tuple[str, str]] = [
     ("r0", "iptables -A INPUT -m limit --limit 1/s -j ACCEPT"),
     ("r0", "tc qdisc add dev r0-eth2 root tbf rate 1mbit burst 64 latency 50ms"),
     ("h2", "arp -i h2-eth0 -s 10.0.2.99 00:11:22:33:44:01 temp"),
+    # a classful qdisc with a class and a filter: what `tc class|filter delete` acts on
+    ("h3", "tc qdisc add dev h3-eth0 root handle 1: htb default 10"),
+    ("h3", "tc class add dev h3-eth0 parent 1: classid 1:10 htb rate 100mbit"),
+    (
+        "h3",
+        "tc filter add dev h3-eth0 parent 1: protocol ip prio 1 u32 match ip dst "
+        "10.9.0.0/16 classid 1:10",
+    ),
 ]
 
 
+def shown() -> frozenset[tuple[str, str]]:
+    """The kinds of state the families change, read as the policy reads them."""
+    from emulators.netcmd import effects
+    from emulators.netcmd.policy import check
+
+    kinds: set[tuple[str, str]] = set()
+    for _, command in FAMILIES:
+        checked = check(command)
+        kinds |= effects.changes(checked.argv, checked.writes)
+    for _, command in LEAKY:  # refused by the policy: read as the tool reads them
+        kinds |= effects.changes(shlex.split(command))
+    return frozenset(kinds)
+
+
 def covered() -> list[str]:
-    """Grammar words (tools, ip objects, ip link settings, ifconfig words) that no family
-    uses; empty when the families cover the grammar."""
+    """What the families leave unshown: kinds of state the policy lets a command change
+    that no family changes or that no section of the reset's state holds, tools the
+    effects do not classify, and grammar words (tools, ip objects, ip link settings,
+    ifconfig words) that no family uses; empty when the families cover the policy."""
+    from emulators.netcmd import effects
     from emulators.netcmd.iproute import LINK_SET
     from emulators.netcmd.tools import IFCONFIG_WORDS, TOOL_NAMES
+    from emulators.state import COVERS
 
+    allowed = effects.allowed()
+    missing = [f"no family changes {k}" for k in sorted(allowed - shown())]
+    missing += [f"no state section holds {k}" for k in sorted(allowed - COVERS.keys())]
+    missing += [f"effects.py does not read the tool {t}" for t in effects.unclassified()]
     words = [w for _, c in FAMILIES for w in c.split()]
-    read_only = {"cat", "ping", "iptables-save"}
-    missing = [f"tool {t}" for t in TOOL_NAMES if t not in read_only and t not in words]
+    read_only = set(effects.READ_ONLY)
+    missing += [f"tool {t}" for t in TOOL_NAMES if t not in read_only and t not in words]
     objects = {c.split()[1] for _, c in FAMILIES if c.startswith("ip ")}
     for obj in ("addr", "route", "rule", "neigh", "link"):
         if obj not in objects:

@@ -9,12 +9,12 @@ from statsmodels.stats.proportion import proportion_confint
 from analysis.__main__ import main as analysis_main
 from analysis.stats import intervals
 from analysis.summary import summary
-from analysis.views import connect
 from pipeline.build import layout
 from pipeline.cells import cell_from_config
 from pipeline.generate import generate
 from pipeline.runner import run
 from pipeline.scoring import score
+from pipeline.views import connect
 from tests.conftest import echo_config
 
 

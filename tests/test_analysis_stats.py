@@ -18,9 +18,9 @@ from analysis.questions import MissingData, ask, ask_or_none, names, question
 from analysis.study import query_count_study
 from analysis.summary import summary
 from analysis.synthetic import write_episodes
-from analysis.views import columns, connect, has_table
 from pipeline.cells import Cell
 from pipeline.errors import ConfigError, DataError
+from pipeline.views import columns, connect, has_table
 
 AGENTS = {("m1", "weak"): 0.55, ("m1", "strong"): 0.65, ("none", "oracle"): 1.0}
 
@@ -185,7 +185,7 @@ def test_cli_lists_and_asks_questions(synth, capsys):
     args = ["--data-dir", str(data), "ask", "agent_rates", "--csv"]
     assert analysis_main(args) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "app,model,agent,n,n_distinct,n_correct,n_safe" and len(lines) == 4
+    assert lines[0] == "app,model,agent,task,n,n_distinct,n_correct,n_safe" and len(lines) == 4
     assert analysis_main(["--data-dir", str(data), "ask", "paired_outcomes", "-p", "app"]) == 2
     assert "expected key=value" in capsys.readouterr().err
 

@@ -1,5 +1,6 @@
 """An app declares itself: a toy app made of one folder and one config file, outside the
-project, runs a cell through `pipeline.run` and through the Snakemake DAG.
+project, runs a cell through `pipeline.run` (and through the Snakemake DAG, beside the
+installed toy app, in test_app_entry_point.py: one sweep for both ways of adding an app).
 
 The folder is found through $NETGAUGE_APP_PATH; nothing in the project is edited. The
 grid the DAG sweeps is the experiment's choice, not part of the app, so the test writes
@@ -11,7 +12,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -20,14 +20,15 @@ import pytest
 from pipeline import registry
 from pipeline.config import ROOT, choices, compose
 from pipeline.errors import RegistryError
-from tests.conftest import SLOTS, SNAKEMAKE
 
 TOY_INIT = '''
 """Toy: say the number the query names."""
 
-from pipeline.registry import AppSpec
+from pipeline.api import AppSpec
 
-APP = AppSpec(kind="toy", app=".app:ToyApp", config=".app:ToyConfig", version="1")
+APP = AppSpec(
+    kind="toy", app=".app:ToyApp", config=".app:ToyConfig", version="1", levels=(1, 2, 3)
+)
 '''
 
 TOY_APP = """
@@ -36,10 +37,10 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 
-from pipeline.capacity import Capacity
-from pipeline.core import Outcome, Query, StepResult, StepStatus, Verdict
-from pipeline.errors import ConfigError
-from pipeline.querygen import KeyTracker, query_id, query_key, query_rng, stamp
+from pipeline.api import (
+    Capacity, ConfigError, KeyTracker, Outcome, Query, StepResult, StepStatus, Verdict,
+    query_id, query_key, query_rng, stamp,
+)
 
 
 @dataclass
@@ -92,7 +93,6 @@ class _Env:
 
 
 class ToyApp:
-    version = "1"
     reply_format = ToyFormat()
     few_shot = [("Say 3.", "3")]
 
@@ -201,24 +201,6 @@ def test_the_toy_app_runs_through_pipeline_run(toy_path: Path, tmp_path: Path) -
     assert queries["query_id"] == [f"toy-L2-s0-{i:05d}" for i in range(5)]
 
 
-@pytest.mark.integration
-def test_the_toy_app_runs_through_the_dag(toy_path: Path, tmp_path: Path) -> None:
-    data = tmp_path / "data"
-    done = subprocess.run(
-        [SNAKEMAKE, "--cores", SLOTS, "sweep", "--config", "grid=toygrid", f"data_dir={data}"],
-        cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-4000:]
-    for level in (1, 2):
-        for agent, rate in (("oracle", "100.0"), ("null", "0.0")):
-            cell = f"app=toy/model=none/agent={agent}/level={level}/seed=0/queries=4/variant=base"
-            path = data / "results" / "episodes" / cell
-            episodes = pq.read_table(path / "part-0.parquet").to_pydict()
-            assert len(episodes["correct"]) == 4
-            assert 100.0 * sum(episodes["correct"]) / 4 == float(rate)
-    assert (data / "summaries" / "toygrid.md").is_file()
-
-
 def test_two_packages_declaring_one_kind_are_an_error(toy_path: Path, tmp_path: Path) -> None:
     twin = tmp_path / "twins"
     (twin / "toy2").mkdir(parents=True)
@@ -231,24 +213,12 @@ def test_two_packages_declaring_one_kind_are_an_error(toy_path: Path, tmp_path: 
 
 def test_an_override_puts_the_previous_entry_back() -> None:
     before = registry.APPS.get("routing")
-    fake = registry.AppSpec("routing", "tests.fakes:EchoApp", "tests.fakes:EchoConfig", "9")
+    fake = registry.AppSpec(
+        "routing", "tests.fakes:EchoApp", "tests.fakes:EchoConfig", "9", levels=(1, 2, 3)
+    )
     with registry.APPS.override("routing", fake):
         assert registry.APPS.get("routing") is fake
     assert registry.APPS.get("routing") is before
     with registry.APPS.override("brand_new", fake):
         assert "brand_new" in registry.APPS.names()
     assert "brand_new" not in registry.APPS.names()
-
-
-def test_every_declared_app_version_is_its_classs() -> None:
-    for kind in registry.APPS.names():
-        spec = registry.APPS.get(kind)
-        assert spec.app_class().version == spec.version, kind
-
-
-def test_emulators_import_nothing_from_generators() -> None:
-    found = subprocess.run(
-        ["grep", "-rnE", r"from generators|import generators", str(ROOT / "emulators")],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    assert found.stdout == "", textwrap.shorten(found.stdout, 500)

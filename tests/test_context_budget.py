@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import pytest
 
-from analysis.views import connect
 from emulators.base import PINGALL
 from pipeline.config import compose
 from pipeline.generate import generate, read_queries
 from pipeline.llm import context
 from pipeline.run import run_cell
+from pipeline.views import connect
 from tests.chat_endpoint import chat_endpoint
 from tests.conftest import require_root
 

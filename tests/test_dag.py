@@ -15,10 +15,10 @@ import time
 import pyarrow.parquet as pq
 import pytest
 
-from analysis.views import connect
 from pipeline.config import ROOT, choices, compose
 from pipeline.files import TEMPORARY_GLOB
 from pipeline.plan import read_plan
+from pipeline.views import connect
 from tests.conftest import SHARED_DATA, SLOTS, SNAKEMAKE, require, snakemake
 
 pytestmark = pytest.mark.integration

@@ -227,11 +227,14 @@ def _full_view(emu, device: str) -> dict[str, str]:
     every attribute an allowed command can change, with lifetimes and flags."""
     views = {
         "link": ["ip", "-d", "-o", "link"],
-        "addr": ["ip", "-4", "-d", "-o", "addr"],
+        "addr": ["ip", "-d", "-o", "addr"],  # both families
         "route": ["ip", "-4", "-d", "route", "show", "table", "all"],
+        "route6": ["ip", "-6", "-d", "route", "show", "table", "all"],
         "rule": ["ip", "-4", "rule"],
-        "neigh": ["ip", "-4", "neigh", "show", "proxy"],
-        "permanent": ["ip", "-4", "neigh", "show", "nud", "permanent"],
+        "rule6": ["ip", "-6", "rule"],
+        "neigh": ["ip", "neigh", "show", "proxy"],
+        "permanent": ["ip", "neigh", "show", "nud", "permanent"],
+        "noarp": ["ip", "neigh", "show", "nud", "noarp"],
         "qdisc": ["tc", "qdisc", "show"],
         "ipt": ["iptables-save"],
         "sysctl": ["grep", "-r", ".", "/proc/sys/net"],
@@ -246,6 +249,8 @@ def _full_view(emu, device: str) -> dict[str, str]:
             lines = [state._COUNTERS.sub("", ln) for ln in lines]
         if key == "sysctl":
             lines = [ln for ln in lines if not re.search(state.VOLATILE, ln)]
+        if key == "noarp":  # the kernel's own, for multicast and broadcast, come and go
+            lines = [ln for ln in lines if not re.search(r"lladdr (01:00:5e|33:33|ff:ff)", ln)]
         out[key] = "\n".join(lines)
     return out
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from analysis.views import connect
 from pipeline.config import compose
 from pipeline.run import run_cell
+from pipeline.views import connect
 from tests.chat_endpoint import chat_endpoint
 
 pytestmark = pytest.mark.integration

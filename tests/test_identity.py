@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis.views import connect
 from pipeline.config import ROOT
+from pipeline.views import connect
 from tests.conftest import SLOTS, SNAKEMAKE, require_root
 
 pytestmark = pytest.mark.integration

@@ -18,8 +18,8 @@ import time
 import pytest
 
 from emulators.k8s import enforce, patch, policy, tables, writes
+from emulators.k8s.admission import Enforceable
 from emulators.k8s.apiserver import PATCH_TYPES, _Handler
-from emulators.k8s.cluster import _enforceable
 from emulators.k8s.resources import BY_KIND, RESOURCES, ApiError
 from emulators.k8s.store import MAX_OBJECT_BYTES, Store
 from generators.k8s import boutique
@@ -37,7 +37,7 @@ def _store() -> Store:
     store = Store()
     store.load(boutique.cluster_objects(), hooks=False)
     store.load(boutique.intended_policies(), last_applied=True, hooks=False)
-    store.validators.append(_enforceable)
+    store.validators.append(Enforceable())
     return store
 
 

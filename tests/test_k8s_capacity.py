@@ -150,5 +150,3 @@ def test_app_capacity_is_cached_and_checks_requests(tmp_path, counter):
     check_request("k8s", 1, cap.per_seed, cap)
     with pytest.raises(ConfigError, match=rf"queries={cap.per_seed + 1} exceeds .* k8s level 1"):
         check_request("k8s", 1, cap.per_seed + 1, cap)
-    with pytest.raises(ConfigError, match="level=6"):
-        app.capacity(6)

@@ -19,7 +19,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from emulators import cgroup
 from emulators.k8s import netns
 from emulators.k8s.cluster import TMP_PREFIX, EmulatedCluster
 from emulators.k8s.dataplane import dns_query
@@ -28,6 +27,7 @@ from emulators.k8s.policy import matrix, mismatches
 from generators.k8s import boutique
 from generators.k8s.app import K8sApp
 from generators.k8s.config import K8sConfig
+from pipeline import cgroup
 from pipeline.core import Outcome, StepStatus
 from tests.conftest import require, require_root
 

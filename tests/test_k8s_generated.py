@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from analysis.views import connect
 from emulators.k8s.policy import allowed, matrix, mismatches, view_from_objects
 from emulators.k8s.probes import PROBE_PORT
 from generators.k8s.callgraph import EXCLUDED_CIDR, EXTERNAL_CIDR
@@ -24,6 +23,7 @@ from generators.k8s.faults import KINDS
 from generators.k8s.generator import K8sQueryGenerator
 from generators.k8s.manifests import NS_LABEL
 from pipeline.config import ROOT
+from pipeline.views import connect
 from tests.conftest import SLOTS, SNAKEMAKE, require, require_root
 
 POD_CIDR = "10.244.0.0/16"

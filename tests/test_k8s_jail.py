@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from emulators.k8s import enforce, netns, policy
+from emulators.k8s.admission import Enforceable
 from emulators.k8s.apiserver import ApiServer
-from emulators.k8s.cluster import _enforceable
 from emulators.k8s.kubectl import JAIL_UID, Command
 from emulators.k8s.store import Store
 from generators.k8s import boutique
@@ -220,7 +220,7 @@ def test_hostile_writes_get_a_status_and_never_store_what_cannot_be_enforced():
     store = Store()
     store.load(boutique.cluster_objects(), hooks=False)
     store.load(boutique.intended_policies(), last_applied=True, hooks=False)
-    store.validators.append(_enforceable)
+    store.validators.append(Enforceable())
     codes: dict[int, int] = {}
     with ApiServer(store, "tok") as server:
         port = int(server.url.split(":")[2].split("/")[0])

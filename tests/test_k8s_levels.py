@@ -45,6 +45,7 @@ def test_levels_1_to_3_draw_what_they_drew(generator):
         for query in generator.generate(level, 1, n):
             fields = dataclasses.asdict(query)
             assert fields.pop("size") == "medium"  # Online Boutique's size class
+            assert (fields.pop("task"), fields.pop("stratum")) == ("mitigate", "")  # issue 28
             digest.update(canonical_json(fields).encode())
     assert digest.hexdigest() == LEVELS_1_TO_3
 

@@ -14,6 +14,7 @@ import pytest
 from emulators.k8s.policy import matrix, mismatches, probe_pairs, view_from_objects
 from emulators.k8s.probes import PROBE_PORT, probe_set
 from generators.k8s import boutique, scoring
+from generators.k8s.capacity import K8sCapacity
 from generators.k8s.generator import Evaluator, K8sQueryGenerator, _apply_oracle
 from generators.k8s.prompt import report
 from pipeline.core import Outcome, Query, StepResult, StepStatus
@@ -169,7 +170,7 @@ def test_the_oracle_is_correct_and_safe_on_every_generated_query(generator):
     level 1: the oracle's commands, scored by the app's own scorer, are correct and safe
     on 100 %; doing nothing is correct on 0 %."""
     counts: Counter[str] = Counter()
-    per_level = {1: generator.capacity(1).per_seed, 2: 500, 3: 500}
+    per_level = {1: K8sCapacity(generator=generator).level(1).per_seed, 2: 500, 3: 500}
     for level, count in per_level.items():
         for seed in range(4 if level == 1 else 2):
             for query in generator.generate(level, seed, count):

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from analysis.views import connect
 from emulators.kathara import daemon
 from emulators.kathara.emulator import STATE_DIR
+from pipeline.views import connect
 from tests.conftest import require_emulator
 from tests.test_dag import snakemake
 from tests.test_netllmbench import PAPER_TASKS

@@ -74,7 +74,7 @@ def agent(replies, *, master=None, context=4096, settings=None, **repair):
     model = OmegaConf.create({"name": "small"})
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(
-            "pipeline.config.load_choice", lambda group, name: OmegaConf.create({"name": name})
+            "pipeline.llm.agent.load_choice", lambda group, name: OmegaConf.create({"name": name})
         )
         llm = LLMAgent(cfg, FakeApp(), model=model, models=ScriptedPool(**backends))
     return llm, backends

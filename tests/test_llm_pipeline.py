@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from analysis.views import connect
 from pipeline.config import ROOT
 from pipeline.serving.models import vllm_python
+from pipeline.views import connect
 from tests.chat_endpoint import chat_endpoint
 from tests.conftest import SLOTS, require, require_root
 from tests.test_dag import SNAKEMAKE, job_stats

@@ -31,7 +31,7 @@ from pipeline.config import compose
 from tests.conftest import require
 
 pytestmark = pytest.mark.integration
-APPS = ("malt", "k8s", "routing", "netllmbench")  # conf/grid/smoke.yaml
+APPS = tuple(compose(["grid=smoke"]).grid.apps)  # the smoke grid's, whatever apps it names
 LEVELS = (1, 2, 3)
 AGENTS = ("oracle", "null")
 QUERIES = 1
@@ -52,7 +52,7 @@ def _shards(data: Path, rows: int | None = None) -> dict[str, list[dict]]:
 
 
 def _verdicts(data: Path, queries: int) -> dict[tuple[str, str], tuple]:
-    from analysis.views import connect
+    from pipeline.views import connect
 
     rows = (
         connect(data)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from emulators.pysandbox import graphdiff
 from generators.malt.app import NO_CODE, MaltApp, extract_code
 from generators.malt.config import MaltConfig, TopologyConfig
 from generators.malt.replies import MaltReplyFormat
@@ -37,7 +38,7 @@ def app(tmp_path_factory):
 
 def test_malt_app_is_an_app(app):
     assert isinstance(app, App)
-    assert (app.name, app.version) == ("malt", "3")
+    assert app.name == "malt"
 
 
 def test_bad_config_fails_at_construction(tmp_path):
@@ -282,3 +283,47 @@ def test_run_code_shows_what_code_does_on_a_copy_and_submits_nothing(app):
         assert "needs a 'code' string" in episode.diagnose("run_code", {})
         step = episode.step(app.oracle_reply(query, 1, query.prompt))
     assert app.score(query, [step]).correct  # the oracle still sees the whole graph
+
+
+def _on_a_copy(query, in_place: bool = False) -> str:
+    """The oracle's program run on `graph.copy()` (the copy changed and returned, `graph`
+    left as it was), or on `graph` itself with `in_place`."""
+    code = query.ground_truth["oracle_code"].replace("def process_graph(", "def _oracle(")
+    target = "graph" if in_place else "graph.copy()"
+    return f"```python\n{code}\n\ndef process_graph(graph):\n    return _oracle({target})\n```"
+
+
+@pytest.mark.integration
+def test_a_changed_copy_is_not_the_graph_left_behind(app):
+    """Issue 26: code that changes and returns `graph.copy()` while leaving `graph` untouched
+    scored correct. The graph judged is the one the harness passed in, for every answer
+    that judges a state: a graph answer, a capacity plan (L4) and a question asked after a
+    change (its value is right, the graph left is not the one asked for)."""
+    from generators.malt import intended
+
+    graph_query = next(q for q in app.generate(1, 3, 40) if q.answer_type == "graph")
+    plan_query = next(q for q in app.generate(4, 0, 10) if q.answer_type == "plan")
+    question = next(
+        q
+        for level in (2, 3)
+        for q in app.generate(level, 0, 60)
+        if q.answer_type not in ("graph", "plan")
+        and not graphdiff.is_empty(intended.intended_diff(q))
+    )
+    with app.environment() as env:
+        for query in (graph_query, plan_query, question):
+            verdicts = []
+            for in_place in (False, True):
+                with env.episode(query) as episode:
+                    step = episode.step(_on_a_copy(query, in_place))
+                assert step.status is StepStatus.OK, (query.query_id, step.error)
+                verdicts.append(app.score(query, [step]))
+            copied, real = verdicts
+            assert (real.outcome, real.safe) == (Outcome.CORRECT, True), real.error
+            assert copied.outcome is Outcome.WRONG and copied.safe, query.query_id
+            if query.answer_type == "graph":
+                assert copied.error.startswith("process_graph returned another graph object")
+            elif query.answer_type == "plan":
+                assert "returned another graph object" in copied.error
+            else:
+                assert "did not make the changes the task asks for" in copied.error

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from analysis.views import connect
 from generators.malt.app import MaltApp
 from generators.malt.config import MaltConfig, TopologyConfig
 from pipeline.config import ROOT
+from pipeline.views import connect
 from tests.conftest import SHARED_DATA, SLOTS, SNAKEMAKE, require
 
 pytestmark = pytest.mark.integration

@@ -102,6 +102,7 @@ REFUSED = [
     (f"tc qdisc add dev {DEV} root sfq divisor 65536", "divisor: 65536 is not between 1 and 1024"),
     (f"tc qdisc add dev {DEV} root sfq limit 1000000", "limit: 1000000 is not between"),
     (f"tc qdisc add dev {DEV} root sfq flows 65000", "flows: 65000 is not between"),
+    (f"tc qdisc add dev {DEV} root sfq flows 1024", "flows: 1024 is not between 1 and 128"),
     (f"tc qdisc add dev {DEV} root sfq depth 1000", "depth: 1000 is not between"),
     (f"tc qdisc add dev {DEV} root sfq redflowlimit 100000", "redflowlimit"),
     (f"tc qdisc add dev {DEV} root tbf rate 1mbit burst 1gb latency 50ms", "most allowed here"),

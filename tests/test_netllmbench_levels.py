@@ -186,8 +186,8 @@ def test_size_classes_tasks_and_their_errors():
         next(app.generate(2, 0, 1))
     with pytest.raises(ConfigError, match="level 1 has one router"):
         next(NetLLMBenchApp(NetLLMBenchConfig(tasks=["route"])).generate(1, 0, 1))
-    with pytest.raises(ConfigError, match="choose one of"):
-        next(NetLLMBenchApp(NetLLMBenchConfig()).generate(6, 0, 1))
+    with pytest.raises(ConfigError, match="level=6 is not defined for app kind 'netllmbench'"):
+        compose(["app=netllmbench", "level=6"])  # the pipeline checks levels, once for all
 
 
 def test_weights_draw_the_operation_labels_levels_1_4_5():
@@ -273,6 +273,19 @@ class ReadingSolver:
         return json.dumps({"machine": machine, "command": command})
 
 
+def _the_prompts_command_shows_the_descriptions(env, query: Query) -> None:
+    """The prompt says `ip link show` prints each interface's description on an `alias`
+    line (issue 26: agents were pointed at descriptions `ip -br link` does not show)."""
+    assert "`ip link show` prints on an `alias` line" in query.prompt
+    ports = query.ground_truth["network"]["ports"]
+    router = query.ground_truth["network"]["routers"][0]
+    with env.episode(query) as episode:
+        shown = episode.diagnose("show", {"machine": router, "what": "links"})
+    assert shown.startswith(f"{router}$ ip link show"), shown
+    for port in (p for p in ports if p[0] == router):
+        assert f"alias {port[2]}" in shown, (port, shown)
+
+
 @pytest.mark.parametrize("level", [4, 5])
 def test_goal_levels_live_oracle_reader_and_null(live, level):
     """Generation validates the query on a live lab (every task failing before its
@@ -293,6 +306,7 @@ def test_goal_levels_live_oracle_reader_and_null(live, level):
         assert any("ip -j link show" in s.action for s in steps)
         null = live.score(query, _play(env, query, lambda *_: ""))
         assert not null.correct and null.tasks_solved == 0
+        _the_prompts_command_shows_the_descriptions(env, query)
     for port in query.ground_truth["network"]["ports"]:  # the addresses were on the plan
         assert ipaddress.ip_interface(port[3])
 
@@ -336,3 +350,28 @@ def test_level_five_on_kathara_oracle_and_null():
         assert verdict.outcome is Outcome.CORRECT and verdict.safe, verdict.error
         assert len(steps) == len(query.ground_truth["oracle"])
         assert not app.score(query, _play(env, query, lambda *_: "")).correct
+        _the_prompts_command_shows_the_descriptions(env, query)
+
+
+@pytest.mark.parametrize("level", [4, 5])
+def test_a_route_goal_is_met_by_the_route_it_names_only(level):
+    """The route goal names its mechanism ("add the static route the plan implies"): a
+    covering or default route through the same next hop carries the traffic too, but it is
+    not that route, and the task stays open (tasks.holds reads the main table)."""
+    from generators.netllmbench.tasks import DeviceState, holds
+
+    cfg = NetLLMBenchConfig()
+    net, tasks, _, _ = next(
+        d for d in _draws(cfg, level, 80) if any(t.kind == "route" for t in d[1])
+    )
+    task = next(t for t in tasks if t.kind == "route")
+    port = next(
+        p.interface
+        for p in net.ports_of(task.device)
+        if ipaddress.ip_address(task.address) in ipaddress.ip_interface(p.address).network
+    )
+    for dst in ("default", "0.0.0.0/1", "10.0.0.0/8", "192.168.0.0/16", "172.16.0.0/12"):
+        states = {task.device: DeviceState(routes={(dst, task.address, port)})}
+        assert not holds(task, states, net), dst
+    states = {task.device: DeviceState(routes={(task.subnet, task.address, port)})}
+    assert holds(task, states, net)

@@ -148,11 +148,19 @@ def test_a_value_answer_reports_the_graph_its_code_left(sandbox: GraphSandbox) -
 
 
 def test_new_graph_answer(sandbox: GraphSandbox) -> None:
+    """A graph answer is the graph the code was given (issue 26): a new or copied graph
+    returned is not it, and the record says so; the given graph's diff is what comes back."""
     body = "h = nx.Graph()\nh.add_node('n0', type='EK_SWITCH', cap=0, tags=['a'])\nreturn h"
     result = sandbox.run(fn(body, "import networkx as nx"))
     assert result.status is StepStatus.OK, result.error
-    assert result.value["graph_class"] == "Graph"
-    assert len(result.value["diff"]["nodes_removed"]) == 299
+    assert result.value["graph_class"] == "Graph" and result.value["copy"] is True
+    assert graphdiff.is_empty(result.value["diff"])  # `graph` itself was left as it was
+    copied = sandbox.run(fn("g = graph.copy()\ng.remove_node('n299')\nreturn g"))
+    assert copied.value["copy"] is True and graphdiff.is_empty(copied.value["diff"])
+    both = sandbox.run(fn("graph.remove_node('n299')\nreturn graph.copy()"))
+    assert both.value["copy"] is True and both.value["diff"]["nodes_removed"] == ["n299"]
+    same = sandbox.run(fn("graph.remove_node('n299')\nreturn graph"))
+    assert "copy" not in same.value and same.value["diff"]["nodes_removed"] == ["n299"]
 
 
 def test_allowed_libraries_work(sandbox: GraphSandbox) -> None:
@@ -647,9 +655,13 @@ def test_records_encode_and_validate() -> None:
             validate_record(bad)
     state = graphdiff.empty_diff()
     assert validate_record({"type": "scalar", "value": 1, "state": state})["state"] == state
+    copied = {"type": "graph", "graph_class": "DiGraph", "diff": state, "copy": True}
+    assert validate_record(copied)["copy"] is True
     for bad in (
         {"type": "scalar", "value": 1, "state": {}},
         {"type": "graph", "graph_class": "DiGraph", "diff": state, "state": state},
+        {**copied, "copy": False},
+        {"type": "scalar", "value": 1, "copy": True},
     ):
         with pytest.raises(ValueError):
             validate_record(bad)

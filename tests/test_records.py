@@ -31,6 +31,8 @@ def _query_row(i: int) -> dict:
         "env_key": "t",
         "operation": "count",
         "size": "",
+        "task": "mitigate",
+        "stratum": "",
         "answer_type": "number",
         "prompt": "p",
         "ground_truth": "{}",

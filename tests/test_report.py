@@ -22,9 +22,9 @@ from PIL import Image
 from analysis.report import build_report
 from analysis.report.data import collect
 from analysis.synthetic import TASKS, write_episodes, write_task_episodes
-from analysis.views import connect
 from pipeline.config import ROOT
 from pipeline.plan import read_plan
+from pipeline.views import connect
 from tests.conftest import require
 
 FIGURES = {

@@ -42,11 +42,11 @@ def test_killed_run_resumes_without_loss_or_duplicates(tmp_path, monkeypatch):
     played = []
     real_play = runner.play
 
-    def dying_play(env, agent, query, cell):
+    def dying_play(env, agent, query, cell, app=None):
         if len(played) == 4:
             raise KeyboardInterrupt  # what Ctrl-C does mid-run
         played.append(query.query_id)
-        return real_play(env, agent, query, cell)
+        return real_play(env, agent, query, cell, app)
 
     monkeypatch.setattr(runner, "play", dying_play)
     with pytest.raises(KeyboardInterrupt):
@@ -59,7 +59,9 @@ def test_killed_run_resumes_without_loss_or_duplicates(tmp_path, monkeypatch):
     monkeypatch.setattr(
         runner,
         "play",
-        lambda env, agent, q, c: resumed.append(q.query_id) or real_play(env, agent, q, c),
+        lambda env, agent, q, c, app=None: (
+            resumed.append(q.query_id) or real_play(env, agent, q, c, app)
+        ),
     )
     run(cfg)
     assert len(resumed) == 2 and not set(resumed) & set(played)
@@ -122,6 +124,12 @@ def test_changed_config_discards_stale_checkpoint(tmp_path):
             "prompt_tokens": None,
             "completion_tokens": None,
             "calls": "[]",
+            "answer": None,
+            "bytes_out": 0,
+            "diagnostics": 0,
+            "diagnostic_bytes": 0,
+            "turn_budget": 3,
+            "read_budget": None,
         }
     ]
     # A chunk from another config (a wrong answer to query 0) must not be reused.

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from pipeline import registry
-from pipeline.build import layout, make_app, run_hash
+from pipeline.build import layout, run_hash
 from pipeline.cells import cell_from_config
 from pipeline.core import canonical_json
 from pipeline.errors import DataError
@@ -21,7 +21,9 @@ from tests.fakes import ChainedEchoApp
 
 @pytest.fixture
 def chained_app():
-    spec = AppSpec("chained", "tests.fakes:ChainedEchoApp", "tests.fakes:EchoConfig", "1")
+    spec = AppSpec(
+        "chained", "tests.fakes:ChainedEchoApp", "tests.fakes:EchoConfig", "1", levels=(1, 2, 3)
+    )
     with registry.APPS.override("chained", spec):
         yield
 
@@ -64,6 +66,12 @@ def _turn(
         "prompt_tokens": 30 * len(calls) or None,
         "completion_tokens": 10 * len(calls) or None,
         "calls": canonical_json(calls),
+        "answer": None,
+        "bytes_out": 0,
+        "diagnostics": 0,
+        "diagnostic_bytes": 0,
+        "turn_budget": 3,
+        "read_budget": None,
     }
 
 
@@ -71,7 +79,7 @@ def _score(cfg, turns: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     """Score hand-written transcripts of the cell; return its result rows per table."""
     generate(cfg)
     cell = cell_from_config(cfg)
-    digest = run_hash(cfg, make_app(cfg))
+    digest = run_hash(cfg)
     table = to_table("transcripts", turns)
     write_shard("transcripts", table, layout(cfg).transcripts(cell), config_hash=digest)
     paths = dict(zip(("episodes", "steps", "calls", "cells"), score(cfg), strict=True))

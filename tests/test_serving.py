@@ -351,6 +351,9 @@ def test_odd_shapes_in_a_stream_are_ignored_not_crashes() -> None:
         {"usage": {"prompt_tokens": "9", "completion_tokens": 2}},
     ]
     body = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
+    huge = b"7" * 4301  # past Python's int() limit: still JSON, and no count (issue 26)
+    usage = b'{"choices": [], "usage": {"completion_tokens": 2, "prompt_tokens": ' + huge + b"}}"
+    body += b"data: " + usage + b"\n\n"
     result = _ask(type("H", (_Hostile,), {"body": body + b"data: [DONE]\n\n"}))
     assert result.text == "ok \ud800"
     assert (result.prompt_tokens, result.completion_tokens) == (0, 2)
@@ -490,8 +493,8 @@ def test_a_server_first_asked_for_on_a_short_lived_thread_lives_as_long_as_the_p
 ) -> None:
     """run_model's cells and the repair chain's master model ask for a backend from
     threads that end before the pool does; the server must not die with them."""
+    from pipeline.llm import models
     from pipeline.llm.models import ModelPool
-    from pipeline.serving import server
 
     started: list[_DiesWithItsStarter] = []
 
@@ -500,7 +503,7 @@ def test_a_server_first_asked_for_on_a_short_lived_thread_lives_as_long_as_the_p
         started.append(endpoint)
         return endpoint
 
-    monkeypatch.setattr(server, "open_endpoint", fake_open)
+    monkeypatch.setattr(models, "open_endpoint", fake_open)
     cfg = model_config({"endpoint": "external", "base_url": "http://127.0.0.1:9/v1"})
     with ModelPool("data") as pool:
         asker = threading.Thread(target=pool.backend, args=(cfg,))

@@ -21,12 +21,12 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from analysis.views import connect
 from pipeline.cluster import accounting, daemons
 from pipeline.cluster.keeper import LocalCluster
 from pipeline.cluster.layout import SNAKEMAKE_FLAGS, Spec, private_state_dir
 from pipeline.config import ROOT
 from pipeline.procs import alive
+from pipeline.views import connect
 from tests.conftest import SNAKEMAKE, integration_fixture, require, require_root
 
 pytestmark = pytest.mark.integration

@@ -14,7 +14,7 @@ import pytest
 from pipeline.cells import Layout, cell_from_config
 from pipeline.config import compose
 from pipeline.dag import variant_args
-from pipeline.datadir import LEGACY, ensure_layout, layout_version
+from pipeline.datadir import LAYOUT, LEGACY, ensure_layout, layout_version
 from pipeline.errors import ConfigError, DataError
 from pipeline.plan import load_plan, plan_name
 from pipeline.records import SCHEMA_VERSIONS, SCHEMAS
@@ -139,7 +139,7 @@ def test_an_old_data_directory_is_migrated_without_losing_a_row(tmp_path):
 
     ensure_layout(tmp_path)
 
-    assert layout_version(tmp_path) == 2
+    assert layout_version(tmp_path) == LAYOUT
     marker = json.loads((tmp_path / "results/layout.json").read_text())
     assert marker["migrated_shards"] == 4
     new_part = f"{cell_part}/queries=7/variant={LEGACY}/part-0.parquet"
@@ -167,7 +167,7 @@ def test_an_old_data_directory_is_migrated_without_losing_a_row(tmp_path):
         )
     )
     # The views read the migrated rows beside new ones, and a second call changes nothing.
-    from analysis.views import connect
+    from pipeline.views import connect
 
     assert connect(tmp_path).execute("SELECT count(*) FROM episodes").fetchone() == (7,)
     files = sorted(p for p in tmp_path.rglob("*") if p.is_file())
@@ -177,8 +177,9 @@ def test_an_old_data_directory_is_migrated_without_losing_a_row(tmp_path):
 
 def test_a_newer_layout_is_refused_with_what_to_do(tmp_path):
     (tmp_path / "results").mkdir()
-    (tmp_path / "results/layout.json").write_text('{"layout": 3}')
-    with pytest.raises(DataError, match=r"newer NetGauge \(data layout 3\).*update the checkout"):
+    (tmp_path / "results/layout.json").write_text(f'{{"layout": {LAYOUT + 1}}}')
+    newer = rf"newer NetGauge \(data layout {LAYOUT + 1}\).*update the checkout"
+    with pytest.raises(DataError, match=newer):
         ensure_layout(tmp_path)
 
 

@@ -4,7 +4,7 @@
     snakemake --cores 4 report                       # the same, as a DAG target
 
 `build_report` is the typed function behind both (the DAG calls it through
-`python -m pipeline.stages report`).
+`python -m analysis report`).
 """
 
 from analysis.report.build import build_report, report_dir

@@ -11,6 +11,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from analysis.report.build import build_report
 from pipeline.errors import NetGaugeError
 
 
@@ -35,7 +36,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    from analysis.report.build import build_report
 
     task_apps = [a for a in args.task_apps.split(",") if a] if args.task_apps else None
     try:

@@ -17,10 +17,11 @@ from tqdm import tqdm
 from analysis.report import figures
 from analysis.report.data import ReportData, collect
 from analysis.report.page import render
-from analysis.views import connect
 from pipeline.cells import data_root
 from pipeline.files import write_whole
+from pipeline.plan import read_plan
 from pipeline.records import code_version
+from pipeline.views import connect
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +57,8 @@ def _tables(data: ReportData) -> dict[str, object]:
         "iterations_per_task": data.iterations,
         "call_throughput": data.throughput,
     }
+    for name, (frame, _) in data.kinds.items():
+        tables[name] = frame
     for study in data.studies:
         tables[f"study_{study.app}_agents"] = study.per_agent
         tables[f"study_{study.app}_pairs"] = study.pairs
@@ -74,8 +77,6 @@ def build_report(
     """Write the report over `grid`'s cells (every episode when None); return index.html."""
     cells = None
     if grid is not None:
-        from pipeline.plan import read_plan
-
         cells = read_plan(data_dir, grid)
     out = Path(out_dir) if out_dir is not None else report_dir(data_dir)
     con = connect(data_dir)

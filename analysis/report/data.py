@@ -24,6 +24,8 @@ from pipeline.errors import DataError
 log = logging.getLogger(__name__)
 
 TASK_APP_PREFIX = "netllm"  # NetLLMBench's configuration tasks: iterations and tokens/s per task
+# The task kinds' questions (analysis/sql/): each task scored and reported on its own.
+KIND_QUESTIONS = ("by_task", "detection", "localization", "efficiency", "variety")
 
 
 @dataclass
@@ -43,6 +45,8 @@ class ReportData:
     throughput_missing: str | None = None
     capability: pd.DataFrame | None = None  # per app, agent, operation and size class
     capability_missing: str | None = None
+    # KIND_QUESTIONS' answers: (table, None) or (None, why there is none yet)
+    kinds: dict[str, tuple[pd.DataFrame | None, str | None]] = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:
@@ -71,6 +75,10 @@ def collect(
     data.capability, data.capability_missing = ask_or_none(
         con, "capability", where=cell_filter(cells)
     )
+    for name in KIND_QUESTIONS:
+        data.kinds[name] = _nonempty(
+            *ask_or_none(con, name, where=cell_filter(cells)), f"no {name} rows"
+        )
     apps = sorted(data.agents["app"].unique()) if not data.agents.empty else []
     for app in apps:
         try:

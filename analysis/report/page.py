@@ -73,6 +73,7 @@ def cells_table(cells: pd.DataFrame) -> pd.DataFrame:
         {
             "app": cells["app"],
             "agent": [label(m, a) for m, a in zip(cells["model"], cells["agent"], strict=True)],
+            "task": cells["task"],
             "level": cells["level"],
             "queries": cells["queries"],
             "n": cells["n"],
@@ -82,6 +83,7 @@ def cells_table(cells: pd.DataFrame) -> pd.DataFrame:
             "Wilson 95 %": _interval(cells, "correct", "wilson"),
             "safe %": cells["safe_rate"].map(_pct),
             "safe Wilson 95 %": _interval(cells, "safe", "wilson"),
+            "score": cells["mean_score"].map(lambda v: _num(v, 3)),
             "turns": cells["mean_turns"].map(_num),
             "latency s": cells["mean_latency_s"].map(lambda v: _num(v, 4)),
             "tokens (prompt/compl.)": [
@@ -178,6 +180,17 @@ def _figure(name: str, title: str, files: Mapping[str, Path], note: str | None =
     return out
 
 
+def _kinds(data: ReportData) -> list[str]:
+    out = []
+    for name, (frame, why) in data.kinds.items():
+        out.append(f"<h3>{html.escape(name.replace('_', ' '))}</h3>")
+        if frame is None:
+            out.append(f'<p class="missing">{html.escape(why or "no data yet")}</p>')
+        else:
+            out.append(_table(frame.round(3)))
+    return out
+
+
 def render(data: ReportData, files: Mapping[str, Path], meta: Mapping[str, str]) -> str:
     """The whole page: `files` maps figure names to their PNGs, `meta` is shown on top."""
     facts = "".join(
@@ -223,6 +236,15 @@ def render(data: ReportData, files: Mapping[str, Path], meta: Mapping[str, str])
         "<code>app.operations</code>, <code>app.size</code>) or with failure-driven "
         "sampling (<code>focus.results</code>).</p>",
         _figure("capability", "Capability boundary", files, data.capability_missing),
+        "<h2>Task kinds</h2>",
+        "<p>Mitigate, detect and localize are scored and reported apart, never averaged "
+        "together. Detection: true and false positive rates, balanced accuracy and the best "
+        "constant answer's accuracy on the same queries. Localization: ITBench-AA's score "
+        "(0 when a true cause is missed, else the share of named causes that are true), "
+        "the exact rate and a looser recall of device and kind. Efficiency: turns, "
+        "commands and KiB read per outcome. Variety: the most common stratum's share and "
+        "distinct prompts per distinct query.</p>",
+        *_kinds(data),
         "<h2>Outcomes</h2>",
         _figure("outcomes", "How episodes ended", files),
         "<h2>NetLLMBench configuration tasks</h2>",

@@ -1,10 +1,11 @@
--- question: Per app, agent and operation label (the task or fault type): episodes, distinct queries, correct and safe counts over distinct queries, and mean turns.
--- requires: episodes(app, app_variant, model, agent, level, seed, queries, variant, query_id, query_key, operation, correct, safe, iterations)
+-- question: Per app, agent, task kind and operation label (the task or fault type): episodes, distinct queries, correct and safe counts over distinct queries, and mean turns.
+-- requires: episodes(app, app_variant, model, agent, level, seed, queries, variant, query_id, query_key, task, operation, correct, safe, iterations)
 WITH per_query AS (
     SELECT
         app,
         model,
         agent || CASE WHEN variant = 'base' THEN '' ELSE '@' || variant END                   AS agent,
+        task,
         operation,
         coalesce(query_key, app_variant || '/' || level || '/' || seed || '/' || query_id)                   AS qkey,
         count(*)                AS plays,
@@ -19,6 +20,7 @@ SELECT
     app,
     model,
     agent,
+    task,
     operation,
     sum(plays)::BIGINT      AS n,
     count(*)                AS n_distinct,
@@ -26,5 +28,5 @@ SELECT
     sum(safe)               AS n_safe,
     avg(turns)              AS mean_turns
 FROM per_query
-GROUP BY app, model, agent, operation
-ORDER BY app, operation, model, agent
+GROUP BY app, model, agent, task, operation
+ORDER BY app, task, operation, model, agent

@@ -10,6 +10,15 @@ when the command was stopped or failed, and `probe` measures the data plane as i
 (never a remembered result) while no write is half done: what a step reports is the
 cluster after all of that step's writes.
 
+A command's writes are enforced together: while it runs, each write is checked for what
+the data plane can enforce (emulators/k8s/admission.py, per write, in time that does not
+grow with the policies stored) and stored, and the rules are compiled and reloaded once
+when the server has served the last of its requests. `kubectl apply` of a List of 500
+policies is 500 writes and one compilation (it was 500 compilations of up to 500 policies,
+over the command's time limit). Should the data plane refuse what the checks let through,
+the command's writes are undone together and the step says so; writes of the system
+(reset, fault injection) are enforced at once.
+
 Every instance is independent (its own API namespace, token, pod namespaces, temp folder)
 and is meant to be used from one thread; several can run at once, and no cluster's kubectl
 can reach another's API server. Leaving the block deletes everything it created, also
@@ -31,7 +40,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from emulators.k8s import enforce, netns, tables
+from emulators.k8s import netns, tables
+from emulators.k8s.admission import Enforceable
 from emulators.k8s.apiserver import ApiServer
 from emulators.k8s.dataplane import DataPlane
 from emulators.k8s.kubectl import Command, Kubectl, Result
@@ -54,31 +64,6 @@ def _remove_stale_folders() -> None:
         pid = folder.name[len(TMP_PREFIX) :].split("-", 1)[0]
         if pid.isdigit() and not netns.alive(int(pid)):
             shutil.rmtree(folder, ignore_errors=True)
-
-
-def _enforceable(objects: list[dict[str, Any]]) -> None:
-    """Store validator: refuse (422) a write the data plane could not compile into rules,
-    or only into more rules than it takes (`enforce.MAX_RULES`).
-
-    Validation already keeps malformed objects out; this is the line that guarantees the
-    enforcement step never meets an object it cannot handle, so no write can leave the
-    cluster unable to take the next one. The exceptions are those our compiler raises on
-    input it does not understand."""
-    try:
-        view = view_from_objects(objects)
-        needed = enforce.rule_bound(view)
-        if needed <= enforce.MAX_RULES:
-            enforce.compile_all(view)
-    except (TypeError, ValueError, KeyError, AttributeError, IndexError) as err:
-        why = f"the data plane cannot enforce this change: {type(err).__name__}: {err}"
-        raise ApiError(422, "Invalid", why) from None
-    if needed > enforce.MAX_RULES:
-        raise ApiError(
-            422,
-            "Invalid",
-            f"the data plane cannot enforce this change: the policies would need up to "
-            f"{needed} packet-filter rules across the pods, and it takes {enforce.MAX_RULES}",
-        )
 
 
 def kubectl_binary() -> str:
@@ -114,6 +99,7 @@ class EmulatedCluster:
         self._tmp: Path | None = None
         self._client: Kubectl | None = None
         self._lock = threading.Lock()
+        self._batch: set[str] | None = None  # kinds written by the running command
 
     # -- lifecycle ---------------------------------------------------------------------------
     def __enter__(self) -> EmulatedCluster:
@@ -126,7 +112,7 @@ class EmulatedCluster:
             self.pairs = probe_set(view)
             self._plane = DataPlane(view)
             self._plane.start(view, self.pairs)
-            self.store.validators.append(_enforceable)
+            self.store.validators.append(Enforceable())
             self.store.hooks.append(self._enforce)
             self._tmp = Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{os.getpid()}-"))
             self._tmp.chmod(0o755)  # the jail's uid reads the kubeconfig and sent files
@@ -204,8 +190,12 @@ class EmulatedCluster:
         return view_from_objects(self.store.all_objects())
 
     def _enforce(self, res: Resource) -> None:
-        """Store hook: recompile and reload the rules of every pod whose rules changed."""
+        """Store hook: recompile and reload the rules of every pod whose rules changed, at
+        once, or during a command when it ends (`_batch`)."""
         if res.kind not in ENFORCED_KINDS or self._plane is None:
+            return
+        if self._batch is not None:
+            self._batch.add(res.kind)
             return
         try:
             self._plane.apply(self.view())
@@ -243,14 +233,20 @@ class EmulatedCluster:
         if self._client is None:
             raise EnvironmentFailure("the cluster is not running (use it in a `with` block)")
         seen = len(self._server.internal_errors) if self._server is not None else 0
-        result = self._client.run(cmd)
-        # A command stopped at its time limit (or failing) may have left requests the
-        # server is still serving: their writes belong to this command.
-        if self._server is not None and not self._server.wait_idle(DRAIN_TIMEOUT_S):
-            raise EnvironmentFailure(
-                f"the emulated API server was still serving requests of `{cmd.text[:200]}` "
-                f"{DRAIN_TIMEOUT_S:g} s after it ended"
-            )
+        saved, self._batch = self.store.checkpoint(), set()
+        try:
+            result = self._client.run(cmd)
+            # A command stopped at its time limit (or failing) may have left requests the
+            # server is still serving: their writes belong to this command.
+            if self._server is not None and not self._server.wait_idle(DRAIN_TIMEOUT_S):
+                raise EnvironmentFailure(
+                    f"the emulated API server was still serving requests of `{cmd.text[:200]}` "
+                    f"{DRAIN_TIMEOUT_S:g} s after it ended"
+                )
+        finally:
+            written, self._batch = self._batch, None
+        if written:
+            result = self._enforce_command(result, saved)
         self._raise_failure()
         bugs = self._server.internal_errors[seen:] if self._server is not None else []
         if bugs:
@@ -266,6 +262,30 @@ class EmulatedCluster:
                 )
             result = dataclasses.replace(result, server_errors=tuple(bugs))
         return result
+
+    def _enforce_command(self, result: Result, saved: Any) -> Result:
+        """Enforce a command's writes at once; if the data plane refuses them, put the
+        objects back as they were before the command and say so in its result."""
+        assert self._plane is not None
+        with self.store.lock:
+            try:
+                self._plane.apply(self.view())
+                return result
+            except EnvironmentFailure as err:
+                refused = str(err)
+                self.store.restore(saved)
+            try:
+                self._plane.apply(self.view())
+            except EnvironmentFailure as err:  # stands: the cluster cannot enforce its past
+                self.failure = str(err)
+                return result
+        note = (
+            f"error: the data plane could not enforce this command's writes ({refused}); "
+            "all of them were undone"
+        )
+        return dataclasses.replace(
+            result, output=f"{result.output}\n{note}".strip(), status="exec_error"
+        )
 
     def _serves_reads(self) -> str | None:
         """None when every kind can be listed and printed as `kubectl get` asks, else why not."""

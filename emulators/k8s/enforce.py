@@ -69,34 +69,50 @@ def _ports(
 
 def rule_bound(view: View) -> int:
     """An upper bound of the lines policies add to `compile_all`'s scripts, counted without
-    writing them: per selected pod, per rule, peers (an ipBlock's chain, jump and excepts;
-    the pods a selector matches) times port entries (a named port may resolve on any pod)."""
+    writing them: the sum of `policy_bound` over the policies."""
+    return sum(policy_bound(view, policy) for policy in view.policies)
+
+
+def policy_bound(view: View, policy: Mapping[str, Any]) -> int:
+    """One policy's share of `rule_bound`: per selected pod, per rule, peers (an ipBlock's
+    chain, jump and excepts; the pods a selector matches) times port entries (a named port
+    may resolve on any pod). It depends on the policy and the pods, namespaces and
+    Services only, never on the other policies."""
     pods = list(view.pods.values())
-    total = 0
-    for policy in view.policies:
-        selected = sum(1 for pod in pods if selects(policy, pod))
-        if not selected:
+    selected = sum(1 for pod in pods if selects(policy, pod))
+    if not selected:
+        return 0
+    ns = (policy.get("metadata") or {}).get("namespace", "default")
+    per_pod = 0
+    for direction, peers_key in (("ingress", "from"), ("egress", "to")):
+        for rule in (policy.get("spec") or {}).get(direction) or []:
+            entries = rule.get("ports") or []
+            width = max(1, sum(len(pods) if isinstance(e.get("port"), str) else 1 for e in entries))
+            peers = rule.get(peers_key) or []
+            if not peers:
+                per_pod += width
+            for peer in peers:
+                block = peer.get("ipBlock")
+                if block is not None:
+                    per_pod += 2 + len(block.get("except") or []) + width  # chain, jump
+                else:
+                    matched = sum(1 for other in pods if peer_matches(peer, ns, other, view))
+                    per_pod += matched * width
+    return selected * per_pod
+
+
+def check_policy(view: View, policy: Mapping[str, Any]) -> None:
+    """Compile one policy's rules for every pod it selects, as `compile_all` would, and
+    check their characters; raises what compiling it raises. A pod's script is its
+    policies' rules one after another, each policy's independent of the others'."""
+    others = sorted(view.pods.values(), key=lambda p: p.ip)
+    for pod in view.pods.values():
+        if not selects(policy, pod):
             continue
-        ns = (policy.get("metadata") or {}).get("namespace", "default")
-        per_pod = 0
-        for direction, peers_key in (("ingress", "from"), ("egress", "to")):
-            for rule in (policy.get("spec") or {}).get(direction) or []:
-                entries = rule.get("ports") or []
-                width = max(
-                    1, sum(len(pods) if isinstance(e.get("port"), str) else 1 for e in entries)
-                )
-                peers = rule.get(peers_key) or []
-                if not peers:
-                    per_pod += width
-                for peer in peers:
-                    block = peer.get("ipBlock")
-                    if block is not None:
-                        per_pod += 2 + len(block.get("except") or []) + width  # chain, jump
-                    else:
-                        matched = sum(1 for other in pods if peer_matches(peer, ns, other, view))
-                        per_pod += matched * width
-        total += selected * per_pod
-    return total
+        for direction, kind in (("ingress", "Ingress"), ("egress", "Egress")):
+            if kind in policy_types(policy):
+                rules = _policy_rules(view, pod, policy, direction, "NGK-CHECK", [], others)
+                _check_lines(rules)
 
 
 def _v4_cidr(text: Any) -> str | None:
@@ -127,58 +143,14 @@ def _match(proto: str, dport: str | None) -> str:
 
 
 def _direction(view: View, pod: PodInfo, direction: str, chain: str, extra: list[str]) -> list[str]:
-    kind, peers_key, flag = (
-        ("Ingress", "from", "-s") if direction == "ingress" else ("Egress", "to", "-d")
-    )
+    kind = "Ingress" if direction == "ingress" else "Egress"
     policies = [p for p in view.policies if selects(p, pod) and kind in policy_types(p)]
     if not policies:
         return [f"-A {chain} -j ACCEPT"]
     rules: list[str] = []
     others = sorted(view.pods.values(), key=lambda p: p.ip)
     for policy in policies:
-        ns = (policy.get("metadata") or {}).get("namespace", "default")
-        for rule in (policy.get("spec") or {}).get(direction) or []:
-            peers = rule.get(peers_key) or []
-            if direction == "ingress":
-                dests: list[PodInfo] | None = [pod]
-            else:
-                dests = others
-            if not peers:
-                for proto, dport, dest in _ports(rule.get("ports"), dests):
-                    where = f" -d {_host(dest)}" if dest and direction == "egress" else ""
-                    rules.append(f"-A {chain}{where}{_match(proto, dport)} -j ACCEPT")
-                continue
-            for peer in peers:
-                block = peer.get("ipBlock")
-                if block is not None:
-                    cidr = _v4_cidr(block.get("cidr"))
-                    excepts = [_v4_cidr(e) for e in block.get("except") or []]
-                    if cidr is None:
-                        continue  # an IPv6 block: no pod is in it
-                    sub = f"{chain}-{len(extra)}"
-                    extra.append(sub)
-                    rules.append(f"-A {chain} -j {sub}")
-                    for excepted in excepts:
-                        rules.append(f"-A {sub} {flag} {excepted} -j RETURN")
-                    for proto, dport, dest in _ports(rule.get("ports"), dests):
-                        if dest and direction == "egress":
-                            if ip_in_block(dest, block):
-                                rules.append(
-                                    f"-A {sub} -d {_host(dest)}{_match(proto, dport)} -j ACCEPT"
-                                )
-                        else:
-                            rules.append(f"-A {sub} {flag} {cidr}{_match(proto, dport)} -j ACCEPT")
-                    continue
-                for other in others:
-                    if not peer_matches(peer, ns, other, view):
-                        continue
-                    targets = [other] if direction == "egress" else dests
-                    for proto, dport, dest in _ports(rule.get("ports"), targets):
-                        if dest and dest != (other.ip if direction == "egress" else pod.ip):
-                            continue
-                        rules.append(
-                            f"-A {chain} {flag} {_host(other.ip)}{_match(proto, dport)} -j ACCEPT"
-                        )
+        rules += _policy_rules(view, pod, policy, direction, chain, extra, others)
     # REJECT, not DROP: a blocked connect fails at once instead of timing out, so the probe
     # tells "blocked" from "slow" on a loaded machine (connectivity is the same either way).
     return [
@@ -186,6 +158,66 @@ def _direction(view: View, pod: PodInfo, direction: str, chain: str, extra: list
         f"-A {chain} -p tcp -j REJECT --reject-with tcp-reset",
         f"-A {chain} -j REJECT --reject-with icmp-port-unreachable",
     ]
+
+
+def _policy_rules(
+    view: View,
+    pod: PodInfo,
+    policy: Mapping[str, Any],
+    direction: str,
+    chain: str,
+    extra: list[str],
+    others: list[PodInfo],
+) -> list[str]:
+    """One policy's rules of `pod`'s `chain` for `direction` (sub-chains named in `extra`;
+    `others`: every pod, by address)."""
+    flag = "-s" if direction == "ingress" else "-d"
+    peers_key = "from" if direction == "ingress" else "to"
+    rules: list[str] = []
+    ns = (policy.get("metadata") or {}).get("namespace", "default")
+    for rule in (policy.get("spec") or {}).get(direction) or []:
+        peers = rule.get(peers_key) or []
+        if direction == "ingress":
+            dests: list[PodInfo] | None = [pod]
+        else:
+            dests = others
+        if not peers:
+            for proto, dport, dest in _ports(rule.get("ports"), dests):
+                where = f" -d {_host(dest)}" if dest and direction == "egress" else ""
+                rules.append(f"-A {chain}{where}{_match(proto, dport)} -j ACCEPT")
+            continue
+        for peer in peers:
+            block = peer.get("ipBlock")
+            if block is not None:
+                cidr = _v4_cidr(block.get("cidr"))
+                excepts = [_v4_cidr(e) for e in block.get("except") or []]
+                if cidr is None:
+                    continue  # an IPv6 block: no pod is in it
+                sub = f"{chain}-{len(extra)}"
+                extra.append(sub)
+                rules.append(f"-A {chain} -j {sub}")
+                for excepted in excepts:
+                    rules.append(f"-A {sub} {flag} {excepted} -j RETURN")
+                for proto, dport, dest in _ports(rule.get("ports"), dests):
+                    if dest and direction == "egress":
+                        if ip_in_block(dest, block):
+                            rules.append(
+                                f"-A {sub} -d {_host(dest)}{_match(proto, dport)} -j ACCEPT"
+                            )
+                    else:
+                        rules.append(f"-A {sub} {flag} {cidr}{_match(proto, dport)} -j ACCEPT")
+                continue
+            for other in others:
+                if not peer_matches(peer, ns, other, view):
+                    continue
+                targets = [other] if direction == "egress" else dests
+                for proto, dport, dest in _ports(rule.get("ports"), targets):
+                    if dest and dest != (other.ip if direction == "egress" else pod.ip):
+                        continue
+                    rules.append(
+                        f"-A {chain} {flag} {_host(other.ip)}{_match(proto, dport)} -j ACCEPT"
+                    )
+    return rules
 
 
 def _nat(view: View) -> tuple[list[str], list[str]]:
@@ -245,12 +277,16 @@ def compile_pod(view: View, pod: PodInfo, nat: tuple[list[str], list[str]] | Non
         *egress,
         "COMMIT",
     ]
+    _check_lines(lines)
+    return "\n".join(lines) + "\n"
+
+
+def _check_lines(lines: list[str]) -> None:
     for line in lines:
         if not _LINE.fullmatch(line):
             raise ValueError(
                 f"a rule holds characters iptables-restore must not see: {line!r:.120}"
             )
-    return "\n".join(lines) + "\n"
 
 
 def compile_all(view: View) -> dict[str, str]:

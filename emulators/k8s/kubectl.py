@@ -29,12 +29,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from emulators import cgroup, process
+from emulators import process
 from emulators.jail import Jail
 from emulators.k8s import flags
 from emulators.k8s.flags import Refused
+from pipeline import cgroup
 from pipeline.errors import EnvironmentFailure
 from pipeline.files import replacing
+from pipeline.untrusted import argv_refusal
 
 __all__ = ["Command", "Kubectl", "Refused", "Result", "check", "parse"]
 
@@ -88,16 +90,10 @@ def _bound(line: str, stdin: str, files: dict[str, str]) -> None:
         if not isinstance(text, str) or len(text) > MAX_FILE_CHARS:
             raise Refused(f"file {name} is over {MAX_FILE_CHARS} characters or not text")
     for what, text in (("the command", line), ("stdin", stdin), *files.items()):
-        if not _encodable(text):
-            raise Refused(f"{what} holds a lone surrogate code point: it is not Unicode text")
-
-
-def _encodable(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+        # NUL: fine in stdin and files (bytes kubectl reads); on the line `parse` says why not.
+        unfit = argv_refusal(text.replace("\0", ""))
+        if unfit:
+            raise Refused(f"{what} cannot be handed to kubectl: {unfit}")
 
 
 def parse(line: str, stdin: str = "", files: dict[str, str] | None = None) -> Command:

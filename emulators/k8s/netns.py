@@ -25,8 +25,8 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-from emulators.cgroup import alive
 from emulators.setns import entered
+from pipeline.cgroup import alive
 from pipeline.errors import EnvironmentFailure
 
 PREFIX = "ngkk"  # k8s app; other features use other prefixes

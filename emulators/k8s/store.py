@@ -5,7 +5,8 @@ and the access rules (NetworkPolicies fully writable; other kinds: labels and
 annotations only; derived kinds read-only), sets the metadata the server owns (uid,
 creationTimestamp, generation, resourceVersion: never a client's), refuses objects over
 MAX_OBJECT_BYTES, and calls the write hooks (the data plane recompiles enforcement there)
-before the request is answered. Patches are computed outside the lock.
+before the request is answered. Patches are computed outside the lock. A namespace's
+`kubernetes.io/metadata.name` label is its name, as kube-apiserver forces it.
 """
 
 from __future__ import annotations
@@ -34,24 +35,11 @@ from emulators.k8s.selectors import parse, parse_fields
 
 Key = tuple[str, str, str]  # (plural, namespace or "", name)
 Hook = Callable[[Resource], None]
-LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 
 def _warn(warnings: list[str] | None, unknown: list[str]) -> None:
     if warnings is not None:
         warnings += [f'unknown field "{u}"' for u in unknown]
-
-
-def _annotate_applied(obj: dict[str, Any]) -> None:
-    meta = obj["metadata"]
-    shown = {
-        "apiVersion": obj["apiVersion"],
-        "kind": obj["kind"],
-        "metadata": {"annotations": {}, "name": meta["name"], "namespace": meta.get("namespace")},
-        **{k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata", "status")},
-    }
-    text = json.dumps(shown, sort_keys=True, separators=(",", ":")) + "\n"
-    meta.setdefault("annotations", {})[LAST_APPLIED] = text
 
 
 MAX_OBJECT_BYTES = 3 << 19  # 1.5 MiB, etcd's default --max-request-bytes
@@ -92,9 +80,11 @@ class Store:
                 res = BY_KIND[obj["kind"]]
                 obj = copy.deepcopy(obj)
                 if last_applied:
-                    _annotate_applied(obj)
+                    writes.annotate_applied(obj)
                 if res.kind == "NetworkPolicy":
                     schema.default_network_policy(obj)
+                if res.kind == "Namespace":
+                    writes.name_label(obj)
                 writes.own_metadata(res, obj, None, system=True)
                 self._stamp(obj)
                 self.objects[self._key(res, obj["metadata"].get("namespace", ""), obj)] = obj
@@ -110,6 +100,17 @@ class Store:
         with self.lock:
             self.objects.clear()
             self._applied.clear()
+
+    def checkpoint(self) -> tuple[dict[Key, dict[str, Any]], dict[Any, dict[str, Any]]]:
+        """The objects and apply owners now, for `restore` (a write replaces a stored object,
+        never changes it: no copy needed)."""
+        with self.lock:
+            return dict(self.objects), dict(self._applied)
+
+    def restore(self, saved: tuple[dict[Key, dict[str, Any]], dict[Any, dict[str, Any]]]) -> None:
+        with self.lock:  # no hooks: the caller enforces what it put back
+            self.objects, self._applied = dict(saved[0]), dict(saved[1])
+            self.revision += 1
 
     def all_objects(self) -> list[dict[str, Any]]:
         with self.lock:
@@ -336,6 +337,8 @@ class Store:
             causes = schema.validate_name(obj["metadata"].get("name"))
             if causes:
                 raise invalid(res, str(obj["metadata"].get("name", "")), causes)
+            if res.kind == "Namespace":
+                writes.name_label(obj)
 
     def _stamp(self, obj: dict[str, Any]) -> None:
         meta = obj.setdefault("metadata", {})

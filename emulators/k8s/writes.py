@@ -7,6 +7,7 @@ Nothing here holds the store's lock: a patch is computed on a snapshot (store.St
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import UTC, datetime
 from typing import Any
@@ -20,6 +21,8 @@ def now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+NAME_LABEL = "kubernetes.io/metadata.name"
 GENERATION_KINDS = {"NetworkPolicy", "Deployment"}
 # Metadata the server sets on create and keeps on update, whatever a client sends.
 OWNED = (
@@ -72,6 +75,26 @@ def own_metadata(
             meta[field_name] = before[field_name]
     if res.kind in GENERATION_KINDS and obj.get("spec") != old.get("spec"):
         meta["generation"] = int(before.get("generation") or 1) + 1
+
+
+def name_label(namespace: dict[str, Any]) -> None:
+    """kube-apiserver sets `kubernetes.io/metadata.name` to a namespace's name on every
+    create, update and patch (defaulting and the strategy's Canonicalize), whatever the
+    client sent: a write that removes or changes it succeeds and leaves it as it was."""
+    meta = namespace["metadata"]
+    meta["labels"] = {**(meta.get("labels") or {}), NAME_LABEL: meta["name"]}
+
+
+def annotate_applied(obj: dict[str, Any]) -> None:
+    meta = obj["metadata"]
+    shown = {
+        "apiVersion": obj["apiVersion"],
+        "kind": obj["kind"],
+        "metadata": {"annotations": {}, "name": meta["name"], "namespace": meta.get("namespace")},
+        **{k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata", "status")},
+    }
+    text = json.dumps(shown, sort_keys=True, separators=(",", ":")) + "\n"
+    meta.setdefault("annotations", {})[LAST_APPLIED] = text
 
 
 def _patch_error(err: patches.PatchError) -> ApiError:

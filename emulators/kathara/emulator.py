@@ -169,6 +169,13 @@ class KatharaEmulator(NamespaceEmulator):
             host_prefix=host_prefix,
         )
 
+    def _check_alive(self) -> None:
+        for device, pid in self._nodes.items():
+            if not os.path.exists(f"/proc/{pid}/ns/net"):
+                raise EnvironmentFailure(
+                    f"the container of {device} is gone (its process {pid}); the lab is unusable"
+                )
+
     def netns_path(self, device: str) -> str:
         """The network namespace of `device` (its container init's)."""
         return f"/proc/{self._nodes[device]}/ns/net"

@@ -1,58 +1,58 @@
-"""Per-device bounds on the kernel objects lab commands add, counted in the device's namespace.
+"""Per-device bounds on the kernel objects lab commands leave behind, held by their effect.
 
 A memory cgroup bounds what a command's process holds, not what it leaves in the kernel:
 rules, qdiscs, routes and addresses are allocated for the namespace and outlive the
-command (xt_hashlimit's tables are not even charged to a cgroup). So before a command
-that adds one of those runs, the objects of that kind already in the device's network
-namespace are counted, and the command is refused (Status.LIMIT, a `resource_limit` step)
-when the device already holds LIMITS[kind] of them. One command adds one object, so a
-device never holds more than its bound; a reset empties it again.
+command, and some are not charged to any cgroup (xt_string's text-search automaton is
+allocated with GFP_KERNEL). One command may also make many objects: iptables makes one
+rule for every `-s` address times every `-d` address of a comma list (987 characters made
+2,916 rules), an address brings its local and broadcast routes, a multipath route holds
+a next hop per `nexthop`. So the bounds are kept by what the kernel holds, not by what a
+command looks like:
 
-Counting is one netlink dump per kind (rtnetlink for addresses, routes, rules, permanent
-neighbours, qdiscs, classes and filters; nfnetlink for the nf_tables rules and chains that
-iptables-nft makes), from a short-lived thread of this process that joins the device's
-namespace (setns), so no process is started: a fraction of a millisecond, and only for
-commands that add.
+  1. before a command that changes anything (effects.py), the device's objects are taken
+     (inventory.py: one netlink dump per kind, from a thread inside its namespace);
+  2. it is refused before it runs when it certainly breaks a bound: the device already
+     holds LIMITS[kind] of what it adds, or it is an iptables append or insert whose
+     expansion (|-s list| x |-d list| rules, each with its string matches) is past what
+     the device has room for;
+  3. after it ran, the objects are taken again; if a bound is exceeded that the command
+     raised, everything it added is deleted (the dumped objects sent back as deletes; what
+     it deleted or changed in place stays so) and the count is checked again.
+Either way the step is a typed `limit` (resource_limit) with the reason; a rollback that
+cannot bring the device back within its bounds is an EnvironmentFailure (the lab cannot
+be trusted any more).
+
+LIMITS x the heaviest object of each kind is the most kernel memory a device can be made
+to hold (`python -m pipeline.bench --only bounds` measures both); the string-match bound
+exists because a rule with six such matches holds 17 KB (each a Boyer-Moore table), six
+times one with six 256-character comments.
 """
 
 from __future__ import annotations
 
-import ctypes
 import os
-import socket
-import struct
-import threading
-from collections.abc import Callable, Sequence
-from typing import TypeVar
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
 
-from emulators.netcmd import getopt, iproute, iptables
+from emulators.netcmd import effects, getopt, inventory, iproute, iptables, tools
+from emulators.netcmd.inventory import ADDRESSES, IP_RULES, NEIGHBOURS, ROUTES, RULES, STRINGS, TC
 from emulators.netcmd.tc import TC_OBJECTS, TC_VERBS
+from pipeline.errors import EnvironmentFailure
 
 LIMITS = {
-    "iptables rules and chains": 256,
-    "tc qdiscs, classes and filters": 64,
-    "routes": 512,
-    "addresses": 64,
-    "permanent neighbour entries": 256,
-    "policy routing rules": 64,
+    RULES: 256,
+    STRINGS: 16,
+    TC: 64,
+    ROUTES: 512,
+    ADDRESSES: 64,
+    NEIGHBOURS: 256,
+    IP_RULES: 64,
 }
-RULES, TC, ROUTES, ADDRESSES, NEIGHBOURS, IP_RULES = LIMITS
-
-CLONE_NEWNET = 0x40000000
-NETLINK_ROUTE, NETLINK_NETFILTER = 0, 12
-NLM_F_DUMP_REQUEST = 0x301  # NLM_F_REQUEST | NLM_F_ROOT | NLM_F_MATCH
-NLMSG_ERROR, NLMSG_DONE = 2, 3
-RTM_GETADDR, RTM_GETROUTE, RTM_GETNEIGH, RTM_GETRULE = 22, 26, 30, 34
-RTM_GETQDISC, RTM_GETTCLASS, RTM_GETTFILTER = 38, 42, 46
-NFT_GETCHAIN, NFT_GETRULE = (10 << 8) | 4, (10 << 8) | 7  # NFNL_SUBSYS_NFTABLES
-NUD_PERMANENT = 0x80
-
-_libc = ctypes.CDLL(None, use_errno=True)
-T = TypeVar("T")
 
 
 def adds(argv: Sequence[str]) -> str | None:
-    """The kind of kernel object the checked `argv` would add, if any (a key of LIMITS)."""
+    """The bound the checked `argv` adds to in the first place, if any (a key of LIMITS)."""
     tool, args = os.path.basename(argv[0]), list(argv[1:])
     if tool == "ip":
         rest, why = iproute._globals(args, iproute.IP_OPTIONS, iproute.IP_OPTIONS_ALLOWED, "ip")
@@ -76,109 +76,107 @@ def adds(argv: Sequence[str]) -> str | None:
     if tool == "route":
         return ROUTES if "add" in args else None
     if tool == "arp":
-        options, _ = getopt.parse(args, "A:H:adfp:nsei:t:vh?DNV", {"set": getopt.NONE})
+        options, _ = getopt.parse(args, tools.ARP_SHORTS, tools.ARP_LONGS)
         return NEIGHBOURS if any(o.name in ("-s", "--set") for o in options) else None
     if tool == "ifconfig":
         return ADDRESSES if any(iproute.ipv4(a) or a == "add" for a in args[1:]) else None
     return None
 
 
-def in_netns(path: str, work: Callable[[], T]) -> T:
-    """`work()` run by a thread that joined the network namespace at `path`; sockets it
-    opens belong to that namespace. The thread, and its namespace, end with the call."""
-    box: dict[str, object] = {}
-
-    def body() -> None:
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-            try:
-                if _libc.setns(fd, CLONE_NEWNET) != 0:
-                    err = ctypes.get_errno()
-                    raise OSError(err, f"setns({path}): {os.strerror(err)}")
-            finally:
-                os.close(fd)
-            box["value"] = work()
-        except BaseException as err:  # handed to the caller, raised there
-            box["error"] = err
-
-    thread = threading.Thread(target=body, name="netns-count", daemon=True)
-    thread.start()
-    thread.join()
-    if "error" in box:
-        raise box["error"]  # type: ignore[misc]
-    return box["value"]  # type: ignore[return-value]
+def expansion(argv: Sequence[str]) -> Counter[str]:
+    """The fewest objects the checked `argv` adds where that can be read off the command
+    as the tool computes it: an iptables append or insert makes one rule for every source
+    address times every destination address (a name may stand for several, never for
+    none), each rule with its own string matches."""
+    if os.path.basename(argv[0]) != "iptables":
+        return Counter()
+    options = iptables.read_iptables(list(argv[1:]))
+    names = [name for name, _ in options]
+    if not {"append", "insert"} & set(names):
+        return Counter()
+    rules = 1
+    for name, value in options:
+        if name in ("source", "src", "destination", "dst") and value:
+            rules *= len(value.split(","))
+    strings = sum(1 for name, value in options if name == "match" and value == "string")
+    return Counter({RULES: rules, STRINGS: rules * strings})
 
 
-def _dump(sock: socket.socket, kind: int, payload: bytes) -> list[bytes]:
-    """The payloads of every message a netlink dump request answers with."""
-    sock.send(struct.pack("=IHHII", 16 + len(payload), kind, NLM_F_DUMP_REQUEST, 1, 0) + payload)
-    out: list[bytes] = []
-    while True:
-        data = sock.recv(1 << 20)
-        at = 0
-        while at + 16 <= len(data):
-            length, msg_type, _, _, _ = struct.unpack_from("=IHHII", data, at)
-            if msg_type == NLMSG_DONE:
-                return out
-            if msg_type == NLMSG_ERROR:
-                (code,) = struct.unpack_from("=i", data, at + 16)
-                if code:
-                    raise OSError(-code, f"netlink dump {kind}: {os.strerror(-code)}")
-                return out
-            out.append(data[at + 16 : at + length])
-            at += (length + 3) & ~3
+def _exceeds(kind: str, held: int, limit: int) -> str:
+    return (
+        f"this machine already holds {held} {kind}, the most allowed per machine here "
+        f"({limit}); delete some before adding more"
+    )
 
 
-def _tcmsg(ifindex: int = 0, parent: int = 0) -> bytes:
-    return struct.pack("=BxxxiIII", socket.AF_UNSPEC, ifindex, 0, parent, 0)
+@dataclass(frozen=True)
+class Watch:
+    """A device's objects before a command, to compare with after it."""
+
+    netns: str
+    before: inventory.Inventory
 
 
-def _count_tc(sock: socket.socket) -> int:
-    qdiscs = [struct.unpack_from("=xxxxiI", m) for m in _dump(sock, RTM_GETQDISC, _tcmsg())]
-    total = len(qdiscs)
-    for ifindex in {i for i, _ in qdiscs}:
-        classes = [struct.unpack_from("=xxxxiI", m)[1] for m in
-                   _dump(sock, RTM_GETTCLASS, _tcmsg(ifindex))]  # fmt: skip
-        total += len(classes)
-        parents = [h for i, h in qdiscs if i == ifindex] + classes
-        for parent in parents:
-            total += len(_dump(sock, RTM_GETTFILTER, _tcmsg(ifindex, parent)))
-    return total
+def watch(
+    netns: str, argv: Sequence[str], writes: Sequence[str] = ()
+) -> tuple[Watch | None, str | None]:
+    """Before the checked `argv` runs on the device at `netns`: (what to settle it with
+    afterwards, or None when it changes nothing; why it may not run, or None)."""
+    if not effects.changes(argv, writes):
+        return None, None
+    before = inventory.take(netns)
+    held = before.counts()
+    kind = adds(argv)
+    if kind is not None and held[kind] >= LIMITS[kind]:
+        return None, _exceeds(kind, held[kind], LIMITS[kind])
+    for kind, least in expansion(argv).items():
+        if least and held[kind] + least > LIMITS[kind]:
+            return None, (
+                f"this command would add at least {least} {kind} (iptables makes one rule "
+                "for every -s address times every -d address) to the "
+                f"{held[kind]} this machine holds: more than the {LIMITS[kind]} allowed "
+                "per machine here; add fewer at once"
+            )
+    return Watch(netns, before), None
 
 
-def _count(kind: str) -> int:
-    if kind == RULES:
-        with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_NETFILTER) as sock:
-            header = struct.pack("=BBH", socket.AF_UNSPEC, 0, 0)
-            return len(_dump(sock, NFT_GETRULE, header)) + len(_dump(sock, NFT_GETCHAIN, header))
-    with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_ROUTE) as sock:
-        if kind == TC:
-            return _count_tc(sock)
-        if kind == NEIGHBOURS:
-            found = _dump(sock, RTM_GETNEIGH, bytes(12))
-            return sum(1 for m in found if struct.unpack_from("=H", m, 8)[0] & NUD_PERMANENT)
-        request = {ADDRESSES: (RTM_GETADDR, 8), ROUTES: (RTM_GETROUTE, 12),
-                   IP_RULES: (RTM_GETRULE, 12)}[kind]  # fmt: skip
-        # IPv4 and IPv6 only (an unspecified family also dumps the multicast rule tables)
-        found = _dump(sock, request[0], bytes(request[1]))
-        return sum(1 for m in found if m[0] in (socket.AF_INET, socket.AF_INET6))
+def settle(watched: Watch) -> str | None:
+    """After the command ran: None when the device is within its bounds; else everything
+    the command added is deleted and the reason is returned. Raises EnvironmentFailure
+    when the device cannot be brought back within them."""
+    after = inventory.take(watched.netns)
+    was, now = watched.before.counts(), after.counts()
+    over = [k for k, limit in LIMITS.items() if now[k] > limit and now[k] > was[k]]
+    if not over:
+        return None
+    failures = inventory.remove(watched.netns, after.added_since(watched.before))
+    left = inventory.take(watched.netns).counts()
+    still = [k for k in over if left[k] > max(LIMITS[k], was[k])]
+    if still:
+        detail = "; ".join(failures) or "the objects it added did not go"
+        raise EnvironmentFailure(
+            f"a lab command took a device past its bound of {', '.join(still)} and could "
+            f"not be undone ({detail})"
+        )
+    said = ", ".join(f"{now[k] - was[k]} {k} ({now[k]} held, {LIMITS[k]} allowed)" for k in over)
+    return (
+        f"the command added {said}: more than this machine may hold, so everything it "
+        "added was removed again; add fewer at once"
+    )
+
+
+def vtysh_refusal(netns: str, lines: Sequence[str]) -> str | None:
+    """Why vtysh `lines` that configure may not run on a router already holding its bound
+    of routes, or None. The routes FRR installs are zebra's: deleting them behind its
+    back would leave FRR believing in routes the kernel lacks, so they are never undone;
+    a command (at most vtysh.MAX_LINES lines) may add a few past the bound, and then no
+    more configuration runs until some go."""
+    if all(line.split()[:1] and "show".startswith(line.split()[0]) for line in lines):
+        return None  # `sh ...`, `show ...`: reads only
+    held = inventory.take(netns).counts()[ROUTES]
+    return _exceeds(ROUTES, held, LIMITS[ROUTES]) if held >= LIMITS[ROUTES] else None
 
 
 def count(netns: str, kind: str) -> int:
-    """How many objects of `kind` the network namespace at `netns` holds now."""
-    return in_netns(netns, lambda: _count(kind))
-
-
-def refusal(netns: str, argv: Sequence[str]) -> str | None:
-    """Why `argv` may not run in the device at `netns`: it would add an object of a kind
-    the device already holds its bound of. None when it may."""
-    kind = adds(argv)
-    if kind is None:
-        return None
-    held = count(netns, kind)
-    if held >= LIMITS[kind]:
-        return (
-            f"this machine already holds {held} {kind}, the most allowed per machine here "
-            f"({LIMITS[kind]}); delete some before adding more"
-        )
-    return None
+    """How many objects of `kind` (a key of LIMITS) the namespace at `netns` holds now."""
+    return inventory.take(netns).counts()[kind]

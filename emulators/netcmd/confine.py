@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-from emulators import cgroup
 from emulators.jail import Jail, library_binds
+from pipeline import cgroup
 
 CAPS = ("CAP_NET_ADMIN", "CAP_NET_RAW")
 MEMORY_BYTES = 256 << 20

@@ -126,31 +126,68 @@ def _option(spelled: str, table: list[tuple[str, bool]]) -> tuple[str, bool] | N
     return None
 
 
-def _globals(args: list[str], table: list[tuple[str, bool]], allowed: set[str], tool: str):
-    """Read iproute2's leading options; (rest, why refused or None)."""
+Option = tuple[str, str | None, str]  # (name, value, as spelled)
+
+
+def read_globals(
+    args: list[str], table: list[tuple[str, bool]], tool: str
+) -> tuple[list[Option], list[str], str | None]:
+    """Read iproute2's leading options: ([(name, value, spelled)], rest, why unreadable)."""
+    options: list[Option] = []
     i = 0
     while i < len(args) and args[i].startswith("-"):
         word = args[i]
         if word == "--":
-            return args[i + 1 :], None
+            return options, args[i + 1 :], None
         spelled = word[1:] if word.startswith("--") else word
         found = _option(spelled, table)
         if found is None and tool == "ip" and spelled.startswith("-c"):
             found = ("-color", False)  # matches_color(): -c, -color, -color=never, ...
         if found is None:
-            return [], f'{tool} option "{word}" is unknown'
+            return options, [], f'{tool} option "{word}" is unknown'
         name, takes_value = found
+        if takes_value:
+            if i + 1 >= len(args):
+                return options, [], f"{tool} option {word} needs a value"
+            options.append((name, args[i + 1], word))
+            i += 1
+        else:
+            options.append((name, None, word))
+        i += 1
+    return options, args[i:], None
+
+
+def _globals(args: list[str], table: list[tuple[str, bool]], allowed: set[str], tool: str):
+    """Read iproute2's leading options; (rest, why refused or None)."""
+    options, rest, why = read_globals(args, table, tool)
+    if why:
+        return [], why
+    for name, value, word in options:
         if name not in allowed:
             why = OPTION_WHY.get(name, "it is not available here")
             return [], f"{tool} option {word} ({name}) is not allowed: {why}"
-        if takes_value:
-            if i + 1 >= len(args):
-                return [], f"{tool} option {word} needs a value"
-            if name == "-family" and args[i + 1] not in FAMILIES:
-                return [], f"{tool} -family takes one of: {', '.join(sorted(FAMILIES))}"
-            i += 1
-        i += 1
-    return args[i:], None
+        if name == "-family" and value not in FAMILIES:
+            return [], f"{tool} -family takes one of: {', '.join(sorted(FAMILIES))}"
+    return rest, None
+
+
+# The address family each family option selects (ip/ip.c); `-family` names its own.
+FAMILY_OPTIONS = {"-4": "inet", "-6": "inet6", "-0": "link", "-M": "mpls", "-B": "bridge"}
+# The families whose addresses, routes, rules and neighbours a command may change: the
+# kernel's IPv4 and IPv6 state. The others (link, mpls, bridge) may only be shown.
+WRITE_FAMILIES = ("inet", "inet6")
+READ_VERBS = {"show", "get", "help"}
+
+
+def family(options: list[Option]) -> str | None:
+    """The family iproute2's options select (the last one given wins), or None."""
+    chosen = None
+    for name, value, _ in options:
+        if name == "-family":
+            chosen = value
+        elif name in FAMILY_OPTIONS:
+            chosen = FAMILY_OPTIONS[name]
+    return chosen
 
 
 # Words these objects read in their own right, never as an abbreviation of an escape:
@@ -203,6 +240,12 @@ def check_ip(args: list[str]) -> str | None:
         )
     if obj == "link" and verb == "set":
         return _link_set(rest[2:])
+    chosen = family(read_globals(args, IP_OPTIONS, "ip")[0])
+    if verb not in READ_VERBS and chosen not in (None, *WRITE_FAMILIES):
+        return (
+            f"'ip -family {chosen} {obj} {verb}' is not allowed: only inet (IPv4) and inet6 "
+            f"(IPv6) {obj} state may be changed here"
+        )
     return tokens_ok(rest[2:]) or _lasting(obj, verb, rest[2:])
 
 

@@ -45,7 +45,11 @@ SHORT_NAMES = {
     "h": "help", "m": "match", "n": "numeric", "v": "verbose", "w": "wait", "x": "exact",
     "0": "line-numbers",
 }  # fmt: skip
-REFUSED = {"modprobe": "--modprobe runs a program; it is not allowed"}
+REFUSED = {
+    "modprobe": "--modprobe runs a program; it is not allowed",
+    # iptables-nft itself exits on -6; said here so the agent learns why.
+    "ipv6": "this iptables writes the IPv4 tables only (-6/--ipv6 is refused)",
+}
 TABLES = {"filter", "nat", "mangle", "raw"}
 _PORTS = {"sport": R, "source-port": R, "dport": R, "destination-port": R}
 MATCHES: dict[str, dict[str, int]] = {

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from emulators.netcmd import kinds, vtysh
 from emulators.netcmd.tools import RULES, TOOL_NAMES, check_sysctl
+from pipeline.untrusted import argv_refusal
 
 MAX_COMMAND_CHARS = 1000
 SHELL_CHARS = {
@@ -63,6 +64,9 @@ def check(command: str) -> Checked:
         return refuse("the command is empty")
     if len(command) > MAX_COMMAND_CHARS:
         return refuse(f"the command is longer than {MAX_COMMAND_CHARS} characters")
+    unfit = argv_refusal(command)  # before anything reads it: no program could take it
+    if unfit:
+        return refuse(f"the command cannot be passed to a program: {unfit}")
     for char, what in SHELL_CHARS.items():
         if char in command:
             return refuse(

@@ -4,11 +4,12 @@ Order of checks: the machine must be one the agent may use (routers and hosts, n
 switch), then the policy (policy.check) must allow the command; only then does it run,
 through the emulator's `run` (no shell, per-command timeout, output cap), inside the jail
 of confine.py: what the command can touch is bounded by the kernel, whatever the policy
-let through. A command that would add a rule, qdisc, route, address, policy rule or
-neighbour entry first has the device's objects of that kind counted (budget.py), and is
-refused when the device already holds its bound. The modules the allowed kinds need are
-loaded once, when the first sandbox is made (kinds.preload). Every outcome is a
-`SandboxResult` with a status the app maps to a step status.
+let through. Around a command that changes anything, the device's kernel objects (rules,
+qdiscs, routes, addresses, policy rules, lasting neighbour entries) are counted
+(budget.py): it is refused when it would certainly break a bound, and what it added is
+removed again when it broke one after all (a `limit` either way). The modules the
+allowed kinds need are loaded once, when the first sandbox is made (kinds.preload).
+Every outcome is a `SandboxResult` with a status the app maps to a step status.
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ import enum
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from emulators import cgroup
 from emulators.base import CommandResult, Emulator
 from emulators.netcmd import budget, confine, kinds, vtysh
 from emulators.netcmd.policy import check
+from pipeline import cgroup
 from pipeline.core import StepStatus
 
 
@@ -28,7 +29,7 @@ class Status(enum.StrEnum):
     OK = "ok"  # ran and exited 0
     FAILED = "failed"  # ran and exited non-zero
     REJECTED = "rejected"  # refused: never ran
-    LIMIT = "limit"  # refused: the device holds its bound of what the command adds
+    LIMIT = "limit"  # past a bound on the device's objects: refused, or run and undone
     TIMEOUT = "timeout"  # killed at the time limit
     OUTPUT_LIMIT = "output_limit"  # killed past the output cap
 
@@ -94,8 +95,9 @@ class CommandSandbox:
             return SandboxResult(Status.REJECTED, machine, command, reason=why, output=why)
         if checked.argv[0].endswith("/vtysh"):
             return self._vtysh(machine, command, checked.argv)
+        watched = None
         if self._netns is not None:
-            why = budget.refusal(self._netns(machine), checked.argv)
+            watched, why = budget.watch(self._netns(machine), checked.argv, checked.writes)
             if why:
                 return SandboxResult(Status.LIMIT, machine, command, reason=why, output=why)
         with confine.confined(checked.argv, checked.argv[:1], checked.writes) as (prefix, argv):
@@ -106,7 +108,12 @@ class CommandSandbox:
                 output_bytes=self.output_bytes,
                 host_prefix=prefix,
             )
-        return self._result(machine, command, replace(result, argv=checked.argv))
+        done = self._result(machine, command, replace(result, argv=checked.argv))
+        why = budget.settle(watched) if watched is not None else None
+        if why:  # it ran, and what it added is gone again
+            output = f"{done.output.rstrip()}\n[{why}]".lstrip()
+            return replace(done, status=Status.LIMIT, reason=why, output=output)
+        return done
 
     def _vtysh(self, machine: str, command: str, argv: tuple[str, ...]) -> SandboxResult:
         """vtysh on a router running FRR, jailed with only that router's vty sockets."""
@@ -115,6 +122,10 @@ class CommandSandbox:
             why = f"{machine} runs no routing daemons; vtysh works on the FRR routers only"
             return SandboxResult(Status.REJECTED, machine, command, reason=why, output=why)
         checked = vtysh.check_vtysh(list(argv[1:]), vtysh.DAEMONS)
+        if self._netns is not None:
+            why = budget.vtysh_refusal(self._netns(machine), checked.lines)
+            if why:
+                return SandboxResult(Status.LIMIT, machine, command, reason=why, output=why)
         inner = vtysh.argv(argv[0], checked)
         group = cgroup.MemoryCgroup.create("labcmd", confine.MEMORY_BYTES, pids=confine.PIDS)
         try:

@@ -168,10 +168,12 @@ QDISC_PARAMS: dict[str, Table] = {
     # q_htb.c htb_parse_opt
     "htb": [("r2q", number(1, 100000)), ("default", hexnumber(0xFFFF)), ("debug", REFUSED),
             ("direct_qlen", _PKTS), ("offload", REFUSED)],
-    # q_sfq.c: all spelled in full; the RED options are refused.
+    # q_sfq.c: all spelled in full; the RED options are refused. sfq allocates a slot per
+    # flow up front: 128 (its default) keeps one sfq near 10 KB of kernel memory, so the
+    # tc bound (budget.py) bounds what a device's qdiscs hold.
     "sfq": [("=quantum", size(65535)), ("=perturb", number(0, 3600)),
             ("=limit", number(2, MAX_PACKETS)), ("=divisor", number(1, 1024)),
-            ("=flows", number(1, 1024)), ("=depth", number(1, 127)), ("=headdrop", FLAG),
+            ("=flows", number(1, 128)), ("=depth", number(1, 127)), ("=headdrop", FLAG),
             *((f"={n}", REFUSED) for n in ("redflowlimit", "min", "max", "avpkt", "burst",
                                             "probability", "ecn", "harddrop", "help"))],
     # q_prio.c: `priomap` is followed by up to 16 band numbers (read in check_qdisc).

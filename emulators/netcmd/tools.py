@@ -136,10 +136,13 @@ ROUTE_WORDS = {
 }  # fmt: skip
 
 
+ROUTE_SHORTS = "A:eCFhnNvV64"
+
+
 def check_route(args: list[str]) -> str | None:
     # net-tools route renames -net/-host before getopt sees them (they are words).
     words = ["#" + a[1:] if a in ("-net", "-host") else a for a in args]
-    (options, operands), why = _getopt("route", words, "A:eCFhnNvV64", ROUTE_LONGS)
+    (options, operands), why = _getopt("route", words, ROUTE_SHORTS, ROUTE_LONGS)
     if why:
         return why
     for opt in options:
@@ -159,8 +162,11 @@ ARP_REFUSED = {"-f": "arp -f reads a file; add entries with arp -s HOST MAC inst
                "-A": "the protocol is fixed"}  # fmt: skip
 
 
+ARP_SHORTS = "A:H:adfp:nsei:t:vh?DNV"
+
+
 def check_arp(args: list[str]) -> str | None:
-    (options, operands), why = _getopt("arp", args, "A:H:adfp:nsei:t:vh?DNV", ARP_LONGS)
+    (options, operands), why = _getopt("arp", args, ARP_SHORTS, ARP_LONGS)
     if why:
         return why
     for opt in options:

@@ -24,9 +24,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from emulators.jail import Jail, library_binds
 from emulators.netcmd import getopt
+from pipeline.untrusted import argv_refusal
 
 SHORTS = "be:c:d:nf:H:mEhCwN:ut"
 LONGS = {
@@ -240,6 +242,9 @@ def check_vtysh(args: list[str], daemons: tuple[str, ...]) -> VtyshCommand:
             return VtyshCommand(
                 reason=f"vtysh: a command is longer than {MAX_LINE_CHARS} characters"
             )
+        unfit = argv_refusal(line)
+        if unfit:
+            return VtyshCommand(reason=f"vtysh: a -c line cannot be passed to vtysh: {unfit}")
         why = line_refusal(line)
         if why:
             return VtyshCommand(reason=why)
@@ -267,8 +272,10 @@ DAEMONS = ("zebra", "ospfd", "bgpd")
 
 
 def jail(path: str, router_dir: str) -> Jail:
-    """The jail of one agent vtysh: see the module docstring. `router_dir` holds the
-    router's `vty` socket folder and the `vtysh.conf` made for it (VTYSH_CONF)."""
+    """The jail of one agent vtysh: see the module docstring. `router_dir`, named after
+    the router, holds its `vty` socket folder and the `vtysh.conf` made for it
+    (VTYSH_CONF). The jail's host name is the router's: vtysh adds a `hostname` line of its
+    own host to `show running-config`, beside the daemons' (one line when they agree)."""
     uid, _, vty_gid = _frr_ids()
     return Jail(
         dirs=("/etc", "/etc/frr", "/var", "/var/run", "/var/run/frr"),
@@ -283,7 +290,7 @@ def jail(path: str, router_dir: str) -> Jail:
         uid=uid,
         gid=vty_gid,
         env={"PATH": "/usr/bin", "HOME": "/tmp"},
-        hostname="lab",
+        hostname=Path(router_dir).name,
     )
 
 

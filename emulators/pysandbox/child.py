@@ -4,8 +4,10 @@ Report written to the result pipe (fd 3), in this order:
     b"S"                      the child is confined; agent code starts now
     envelope JSON, b"\\n"      {"status", "stdout", "error", "exec_s", "blocked"}
     record JSON               the return-value record (see records.py); empty unless OK.
-                              A value record carries "state", the diff of the graph the
-                              code was given, when the code changed it
+                              A graph record holds the diff of the graph the code was
+                              given (and "copy" when another graph was returned); a value
+                              record carries "state", that graph's diff, when the code
+                              changed it
 or, when confinement itself fails, b"E" + reason. Bytes after the b"S" come from a
 process that ran hostile code and are parsed by the parent as untrusted JSON.
 """
@@ -168,7 +170,9 @@ def _call(
             return StepStatus.EXEC_ERROR, b"", f"the reply defines no function {ctx.entry}(graph)"
         value = function(ctx.graph)
         clock.append(time.perf_counter())
-        record = records.encode_value(value, ctx.base, ctx.result_bytes)
+        # A graph answer is the graph the code was given, as it left it: a returned copy
+        # is not the graph (the caller judges what the code leaves behind).
+        record = records.encode_value(value, ctx.base, ctx.result_bytes, given=ctx.graph)
         if record["type"] != "graph" and not fastdiff.is_unchanged(ctx.base, ctx.graph):
             # The graph the code leaves is part of its answer: the caller judges it too.
             state = fastdiff.graph_diff(ctx.base, ctx.graph)

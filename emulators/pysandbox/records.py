@@ -6,8 +6,12 @@ Record shapes (the `value` of an OK `SandboxResult`):
     {"type": "list",   "value": [json, ...]}            list, tuple, set, frozenset
     {"type": "table",  "value": {str(key): json, ...}}  dict
     {"type": "graph",  "graph_class": "DiGraph", "diff": graphdiff diff vs the base}
-A scalar, list or table record also holds "state", the graphdiff of the graph the code was
-given, when the code left that graph changed (the child adds it; `split_state` takes it off).
+A graph answer is the graph the code was given, as the code left it: "diff" is that
+graph's, whatever graph object was returned ("graph_class" is the returned one's class),
+and the record holds "copy": true when the returned object is not the graph given (e.g.
+`graph.copy()`, which leaves the given graph untouched). A scalar, list or table record
+also holds "state", the graphdiff of the graph the code was given, when the code left that
+graph changed (the child adds it; `split_state` takes it off).
 
 `encode_value` runs in the child (untrusted side) and may call into hostile objects;
 `validate_record` runs in the parent on already-parsed JSON and trusts nothing.
@@ -83,11 +87,19 @@ def _plain(value: Any, budget: _Budget, depth: int) -> Any:
     )
 
 
-def encode_value(value: Any, base: fastdiff.BaseIndex, limit: int) -> dict[str, Any]:
-    """The record for `process_graph`'s return value; raises UnsupportedValue/ValueTooLarge."""
+def encode_value(
+    value: Any, base: fastdiff.BaseIndex, limit: int, given: nx.Graph | None = None
+) -> dict[str, Any]:
+    """The record for `process_graph`'s return value; raises UnsupportedValue/ValueTooLarge.
+    `given`: the graph the code was called with, which a graph answer stands for (None:
+    the returned graph is taken to be it)."""
     if isinstance(value, nx.Graph):
-        diff = fastdiff.graph_diff(base, value)
-        return {"type": "graph", "graph_class": type(value).__name__, "diff": diff}
+        judged = value if given is None else given
+        diff = fastdiff.graph_diff(base, judged)
+        record = {"type": "graph", "graph_class": type(value).__name__, "diff": diff}
+        if judged is not value:
+            record["copy"] = True
+        return record
     budget = _Budget(limit)
     if isinstance(value, (list, tuple, set, frozenset)):
         if len(value) > limit // 2:  # every JSON item costs at least a digit and a comma
@@ -111,8 +123,11 @@ def validate_record(record: Any) -> dict[str, Any]:
         raise ValueError(f"a result record must be an object with 'type' in {RECORD_TYPES}")
     kind = record["type"]
     expected = {"type", "graph_class", "diff"} if kind == "graph" else {"type", "value"}
-    if set(record) - {"state"} != expected or (kind == "graph" and "state" in record):
+    optional = {"copy"} if kind == "graph" else {"state"}
+    if not expected <= set(record) <= expected | optional:
         raise ValueError(f"a {kind} record must have exactly the keys {sorted(expected)}")
+    if "copy" in record and record["copy"] is not True:
+        raise ValueError("a graph record's 'copy' can only be true")
     if "state" in record:
         graphdiff.validate_diff(record["state"])
     if kind == "graph":

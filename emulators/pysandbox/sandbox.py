@@ -27,10 +27,10 @@ from typing import Any
 
 import networkx as nx
 
-from emulators import cgroup
 from emulators.pysandbox import kernel, protocol
 from emulators.pysandbox.limits import SandboxLimits
 from emulators.pysandbox.result import SandboxResult, env_error, interpret
+from pipeline import cgroup
 from pipeline.core import StepStatus
 from pipeline.errors import ConfigError, EnvironmentFailure
 

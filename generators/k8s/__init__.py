@@ -13,11 +13,21 @@ agent is told), reply (parsing an agent's reply into one kubectl command), scori
 (timings). The environment itself is emulators/k8s.
 """
 
-from pipeline.registry import AppSpec
+from pipeline.api import AppSpec, BenchSpec
 
 # 2: distinct keys per seed slot, wider faults. 3: pod probes of what must stay closed
 # (and open) beside the Services' ports, DNS failures in reports, probes retried. 4: levels
 # 4 and 5 on generated multi-namespace applications, the `faults` and `size` knobs,
 # failure-driven weights; levels 1-3 on Online Boutique draw the same queries as in 3.
 APP_VERSION = "4"
-APP = AppSpec(kind="k8s", app=".app:K8sApp", config=".config:K8sConfig", version=APP_VERSION)
+APP = AppSpec(
+    kind="k8s",
+    app=".app:K8sApp",
+    config=".config:K8sConfig",
+    version=APP_VERSION,
+    levels=(1, 2, 3, 4, 5),  # faults.LEVELS: each level's fault combinations
+    benches=(
+        BenchSpec("k8s", ".bench:run_all", default=True),
+        BenchSpec("k8s_levels", ".bench:run_levels"),
+    ),
+)

@@ -20,13 +20,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from emulators.k8s.cluster import EmulatedCluster
 from emulators.k8s.kubectl import Refused, check, parse
 from emulators.k8s.policy import mismatches
-from generators.k8s import APP_VERSION, scoring
+from generators.k8s import scoring
 from generators.k8s.capacity import K8sCapacity, cached_capacity
 from generators.k8s.clusters import ClusterSpec, boutique_cluster, cluster_of
 from generators.k8s.config import K8sConfig, validate_config
-from generators.k8s.faults import LEVELS
 from generators.k8s.generator import K8sQueryGenerator
 from generators.k8s.prompt import report
 from generators.k8s.reply import (
@@ -38,9 +38,15 @@ from generators.k8s.reply import (
     ReplyError,
     parse_reply,
 )
-from pipeline.capacity import Capacity
-from pipeline.core import Query, StepResult, StepStatus, Verdict
-from pipeline.errors import ConfigError, DataError, EnvironmentFailure
+from pipeline.api import (
+    Capacity,
+    DataError,
+    EnvironmentFailure,
+    Query,
+    StepResult,
+    StepStatus,
+    Verdict,
+)
 
 STATUS = {
     "ok": StepStatus.OK,
@@ -184,7 +190,6 @@ class K8sEnvironment:
         if spec.env_key in self._clusters:
             self._clusters.move_to_end(spec.env_key)
             return self._clusters[spec.env_key]
-        from emulators.k8s.cluster import EmulatedCluster  # only when episodes are played
 
         while len(self._clusters) >= self._app.cfg.max_live_clusters:
             _, old = self._clusters.popitem(last=False)
@@ -237,7 +242,6 @@ class K8sEnvironment:
 class K8sApp:
     """Generator, environment, oracle and scorer of the k8s app, versioned together."""
 
-    version = APP_VERSION
     reply_format = K8sReplyFormat()
     few_shot = FEW_SHOT
 
@@ -279,10 +283,6 @@ class K8sApp:
 
     def capacity(self, level: int) -> Capacity:
         """Distinct queries of `level` (generators/k8s/capacity.py), cached on disk."""
-        if level not in LEVELS:
-            raise ConfigError(
-                f"level={level} is not defined for k8s; choose one of {sorted(LEVELS)}"
-            )
         if self._counter is None:
             self._counter = K8sCapacity(generator=self.generator())
         return cached_capacity(level, self._counter, self.cache_dir)

@@ -26,7 +26,7 @@ from emulators.k8s.cluster import EmulatedCluster
 from generators.k8s import boutique
 from generators.k8s.app import K8sApp
 from generators.k8s.config import K8sConfig
-from pipeline.play import play_oracle
+from pipeline.api import play_oracle
 
 TARGETS = {"bringup_s": 1.0, "probe_matrix_s": 0.5, "reapply_enforcement_s": 0.1, "reset_s": 0.3}
 EPISODES_PER_LEVEL = 6

@@ -39,8 +39,7 @@ from generators.k8s import generator as generator_module
 from generators.k8s.clusters import catalog
 from generators.k8s.faults import candidates, workload_policies
 from generators.k8s.generator import Evaluator, K8sQueryGenerator, env_key, spec_digest
-from pipeline.capacity import Capacity, cached
-from pipeline.querygen import SEED_SLOTS, key_slot, query_key
+from pipeline.api import SEED_SLOTS, Capacity, cached, key_slot, query_key
 
 log = logging.getLogger(__name__)
 # The modules of this package validity and counts depend on (the capacity cache's key).

@@ -7,8 +7,7 @@ from typing import Any
 
 from generators.k8s.callgraph import SIZES
 from generators.k8s.faults import FAULT_TYPES
-from pipeline.errors import ConfigError
-from pipeline.variants import operational
+from pipeline.api import ConfigError, operational
 
 
 @dataclass

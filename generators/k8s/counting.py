@@ -34,7 +34,7 @@ from typing import Any
 from generators.k8s.faults import KINDS, MIN_NAMESPACES
 from generators.k8s.generator import spec_digest, state_key
 from generators.k8s.singles import Singles
-from pipeline.querygen import SEED_SLOTS, key_slot
+from pipeline.api import SEED_SLOTS, key_slot
 
 SAMPLES = 2000  # sets drawn per combination and application to measure the risky share
 

@@ -40,7 +40,6 @@ from generators.k8s.clusters import (
 )
 from generators.k8s.evaluator import Evaluator
 from generators.k8s.faults import (
-    LEVELS,
     MIN_NAMESPACES,
     NoCandidate,
     combos,
@@ -49,10 +48,11 @@ from generators.k8s.faults import (
 )
 from generators.k8s.prompt import task_prompt
 from generators.k8s.singles import Singles
-from pipeline.core import Query, canonical_json
-from pipeline.errors import ConfigError, QueryGenerationError
-from pipeline.querygen import (
+from pipeline.api import (
     KeyTracker,
+    Query,
+    QueryGenerationError,
+    canonical_json,
     query_id,
     query_key,
     query_rng,
@@ -186,10 +186,6 @@ class K8sQueryGenerator:
         allow_repeats: bool = False,
         weights: Mapping[str, float] | None = None,
     ) -> Iterator[Query]:
-        if level not in LEVELS:
-            raise ConfigError(
-                f"level={level} is not defined for k8s; choose one of {sorted(LEVELS)}"
-            )
         tracker = self.tracker(level, seed, allow_repeats)
         for index in range(count):
             yield self.query(level, seed, index, tracker, weights)
@@ -200,16 +196,9 @@ class K8sQueryGenerator:
             level,
             seed,
             allow_repeats=allow_repeats,
-            capacity=lambda: self.capacity(level),
+            # The app's capacity words a CapacityExhausted error; a bare generator has none.
+            capacity=None if self._capacity is None else lambda: self._capacity(level),
         )
-
-    def capacity(self, level: int) -> object:
-        """The app's capacity of `level` (counted here when the app gave no way to)."""
-        if self._capacity is None:
-            from generators.k8s.capacity import K8sCapacity  # it imports this module
-
-            self._capacity = K8sCapacity(self.evaluator, self).level
-        return self._capacity(level)
 
     def query(
         self,

@@ -16,8 +16,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.core import Action
-from pipeline.untrusted import fenced_blocks as _fences
+from pipeline.api import JSON, Action
+from pipeline.api import fenced_blocks as _fences
 
 EXAMPLE = '{"command": "kubectl get networkpolicies"}'
 MAX_REPLY_CHARS = 640 << 10  # a command, its stdin and files (emulators.k8s.kubectl limits)
@@ -39,13 +39,13 @@ class ReplyCommand:
 
 
 def _json_objects(text: str) -> list[dict[str, Any]]:
-    decoder, found, pos = json.JSONDecoder(), [], 0
+    found, pos = [], 0
     for _ in range(MAX_JSON_TRIES):
         start = text.find("{", pos)
         if start == -1:
             break
-        try:
-            value, end = decoder.raw_decode(text, start)
+        try:  # every number JSON allows (pipeline/untrusted.py: JSON)
+            value, end = JSON.raw_decode(text, start)
         except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
             pos = start + 1
             continue

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pipeline.core import Outcome, Query, StepResult, StepStatus, Verdict, outcome_for_status
+from pipeline.api import Outcome, Query, StepResult, StepStatus, Verdict, outcome_for_status
 
 MAX_LISTED = 10
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pipeline.core import Action
+from pipeline.api import Action
 
 if TYPE_CHECKING:  # the reply format imports SHOW; it needs no sandbox
     from emulators.netcmd.sandbox import CommandSandbox
@@ -59,7 +59,7 @@ def diagnose(sandbox: CommandSandbox, name: str, arguments: dict[str, Any]) -> s
     machine, what = arguments.get("machine"), arguments.get("what")
     if not isinstance(machine, str) or not machine.strip():
         return 'show needs a "machine" string, e.g. r0'
-    if what not in SHOWN:
+    if not isinstance(what, str) or what not in SHOWN:  # a list or object: unhashable
         return f'show needs "what", one of: {", ".join(SHOWN)}'
     machine = machine.strip()
     result = sandbox.run(machine, SHOWN[what])

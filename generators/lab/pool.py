@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Protocol, Self
@@ -25,7 +26,7 @@ from typing import Any, Protocol, Self
 from emulators.base import EMULATORS, Emulator, Lab
 from emulators.netcmd.sandbox import CommandSandbox
 from emulators.probe import PROTOCOLS
-from pipeline.errors import ConfigError, EnvironmentFailure
+from pipeline.api import ConfigError, EnvironmentFailure
 
 log = logging.getLogger(__name__)
 
@@ -125,14 +126,17 @@ class LabPool:
         )
 
     def get(self, topo: Topology) -> tuple[Emulator, CommandSandbox]:
-        """The lab of `topo`, in its snapshot state and verified."""
+        """The lab of `topo`, in its snapshot state and verified. A lab whose reset raised
+        anything is stopped and built again, never reused."""
         live = self._live.pop(topo.name, None)
         if live is not None:
             try:
                 self.resets.append(live[0].reset())
-            except EnvironmentFailure as err:
-                log.warning("rebuilding %s: %s", topo.name, err)
+            except BaseException as err:
                 live[0].stop()
+                if not isinstance(err, Exception):  # Ctrl-C: stopped, and on its way
+                    raise
+                log.warning("rebuilding %s: %s: %s", topo.name, type(err).__name__, err)
                 live = None
         if live is None:
             while len(self._live) >= self.max_live:
@@ -167,10 +171,35 @@ class LabPool:
         )
         return emu, sandbox
 
+    @contextmanager
+    def use(self, topo: Topology) -> Iterator[tuple[Emulator, CommandSandbox]]:
+        """`get` for one episode: a lab whose episode raised anything (the play loop raises
+        a failed step's error here too) is stopped and dropped, never reused."""
+        live = self.get(topo)
+        try:
+            yield live
+        except BaseException:
+            self.discard(topo.name)
+            raise
+
+    def discard(self, name: str) -> None:
+        """Stop the live lab `name`, if there is one; the next `get` builds it again."""
+        live = self._live.pop(name, None)
+        if live is not None:
+            live[0].stop()
+
     def close(self) -> None:
+        """Stop every live lab, each even when stopping another raised (the first error is
+        raised once all are stopped)."""
+        errors = []
         while self._live:
             _, (emu, _) = self._live.popitem()
-            emu.stop()
+            try:
+                emu.stop()
+            except Exception as err:  # raised below, after the others
+                errors.append(err)
+        if errors:
+            raise errors[0]
 
     def __enter__(self) -> Self:
         return self

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from generators.lab.diagnostics import SHOW
-from pipeline.core import Action
+from pipeline.api import JSON, Action
 
 INSTRUCTIONS = (
     'exactly one JSON object per turn: {"machine": "<a machine name>", "command": "<one command>"}'
@@ -33,14 +33,13 @@ class Command:
 
 
 def _first_object(text: str) -> dict | None:
-    decoder = json.JSONDecoder()
     start = text.find("{")
     for _ in range(MAX_JSON_TRIES):
         if start == -1:
             break
-        try:
-            value, _ = decoder.raw_decode(text, start)
-        except (json.JSONDecodeError, RecursionError):  # not JSON, or nested too deep
+        try:  # every number JSON allows (pipeline/untrusted.py: JSON)
+            value, _ = JSON.raw_decode(text, start)
+        except (ValueError, RecursionError):  # not JSON, or nested too deep
             start = text.find("{", start + 1)
             continue
         if isinstance(value, dict):

@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from emulators.netcmd.sandbox import STEP_STATUS, CommandSandbox, SandboxResult, Status
+from emulators.netcmd.sandbox import STEP_STATUS, CommandSandbox, SandboxResult
 from generators.lab.reply import Command, parse_reply
-from pipeline.core import StepStatus
+from pipeline.api import StepStatus
 
 
 @dataclass
@@ -30,11 +30,9 @@ class CommandStep:
 
     @property
     def changed_network(self) -> bool:
-        """Whether the command ran (a refused or unparsed one changed nothing)."""
-        return self.result is not None and self.result.status not in (
-            Status.REJECTED,
-            Status.LIMIT,
-        )
+        """Whether the command ran (a refused or unparsed one changed nothing; one undone
+        past a bound ran, and what it deleted or changed in place stays so)."""
+        return self.result is not None and bool(self.result.argv)
 
 
 def play_command(sandbox: CommandSandbox, reply: str) -> CommandStep:

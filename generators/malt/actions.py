@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from generators.malt import schema as S
@@ -107,6 +108,20 @@ def operation_label(spec: dict[str, Any]) -> str:
     if op == "for":
         return f"for({operation_label(spec['body'])})"
     return f"for_if({operation_label(spec['then'])}|{operation_label(spec['else'])})"
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A drawn spec with what generating its query asks of it, answered once: the spec
+    itself (the JSON the ground truth stores), its answer type and its operation label."""
+
+    body: dict[str, Any]
+    answer_type: str
+    operation: str
+
+    @classmethod
+    def of(cls, body: dict[str, Any]) -> Spec:
+        return cls(body, answer_type(body), operation_label(body))
 
 
 def metric_value(view: View, metric: list[Any], node: str) -> int:

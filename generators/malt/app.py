@@ -19,10 +19,11 @@ from typing import Any
 import networkx as nx
 
 from emulators.pysandbox.limits import SandboxLimits
-from generators.malt import APP_VERSION, scoring
+from emulators.pysandbox.sandbox import GraphSandbox
+from generators.malt import scoring
 from generators.malt.capacity import cached_measure
 from generators.malt.config import MaltConfig, effective_topology, validate_config
-from generators.malt.generator import LEVELS, MaltQueryGenerator
+from generators.malt.generator import MaltQueryGenerator
 from generators.malt.replies import (
     FEW_SHOT,
     MAX_SHOWN,
@@ -32,9 +33,15 @@ from generators.malt.replies import (
     extract_code,
 )
 from generators.malt.topology import load_topology
-from pipeline.capacity import Capacity
-from pipeline.core import Query, StepResult, StepStatus, Verdict
-from pipeline.errors import ConfigError, DataError, EnvironmentFailure
+from pipeline.api import (
+    Capacity,
+    DataError,
+    EnvironmentFailure,
+    Query,
+    StepResult,
+    StepStatus,
+    Verdict,
+)
 
 
 def _limits(value: Any) -> SandboxLimits:
@@ -112,8 +119,6 @@ class MaltEnvironment:
         self.topology_id: str | None = None
 
     def __enter__(self) -> MaltEnvironment:
-        from emulators.pysandbox.sandbox import GraphSandbox  # only when an episode needs it
-
         cfg = self._app.cfg
         graph, self.topology_id = load_topology(
             effective_topology(cfg), self._app.cache_dir, self._app.shared_data_dir
@@ -148,7 +153,6 @@ class MaltEnvironment:
 class MaltApp:
     """Generator, environment, oracle and scorer of the MALT app, versioned together."""
 
-    version = APP_VERSION
     reply_format = MaltReplyFormat()
     few_shot = FEW_SHOT
 
@@ -200,8 +204,6 @@ class MaltApp:
     def capacity(self, level: int) -> Capacity:
         """Distinct queries of `level` on this topology (generators/malt/capacity.py), of
         the operations `app.operations` selects, measured once and cached."""
-        if level not in LEVELS:
-            raise ConfigError(f"level must be one of {list(LEVELS)}, got {level!r}")
         return cached_measure(self._prepared(), level, self.cache_dir)
 
     def environment(self) -> MaltEnvironment:

@@ -20,6 +20,7 @@ from typing import Any
 import networkx as nx
 
 from emulators.pysandbox import graphdiff
+from emulators.pysandbox.sandbox import GraphSandbox
 from generators.malt import schema as S
 from generators.malt.app import MaltEpisode
 from generators.malt.checker import SafetyChecker
@@ -28,7 +29,15 @@ from generators.malt.generator import MaltQueryGenerator
 from generators.malt.intended import ground_truth_evidence
 from generators.malt.scoring import MAX_EXTRA_DIFF_ENTRIES, answers_match, diff_entries, score
 from generators.malt.topology import load_topology
-from pipeline.core import Outcome, Query, StepResult, StepStatus, Verdict, canonical_json
+from pipeline.api import (
+    SHARED_DATA,
+    Outcome,
+    Query,
+    StepResult,
+    StepStatus,
+    Verdict,
+    canonical_json,
+)
 
 
 def bench_load(shared_data_dir: Path, cache_dir: Path | None = None) -> dict[str, float]:
@@ -147,7 +156,6 @@ def bench_verdicts(
     reply run in the sandbox, as the oracle agent plays it), the null agent (an empty
     reply) and null-like answers get correct; the seconds to score an oracle episode now
     and with the rule before issue 14 (best of 3 each), and the ratio of their means."""
-    from emulators.pysandbox.sandbox import GraphSandbox
 
     gen = MaltQueryGenerator(graph, topology_id, app_name=app_name)
     checker = gen.checker
@@ -227,6 +235,24 @@ def run_all(shared_data_dir: Path, count: int = 1000) -> dict[str, float]:
     results.update(bench_score(graph, topology_id))
     results.update(bench_generate(graph, topology_id, count))
     return results
+
+
+def bench(data: Path) -> dict[str, Any]:
+    """`make bench`'s malt: load Google's example, score a graph answer, generate 1,000 per
+    level."""
+    if not (SHARED_DATA / "malt").exists():
+        return {"skipped": f"Google's MALT example is not in {SHARED_DATA}/malt"}
+    figures: dict[str, Any] = dict(run_all(SHARED_DATA))
+    figures.update(
+        target_load_cached_s=0.5, target_score_graph_s=0.05, target_generate_1000_per_level_s=10
+    )
+    return figures
+
+
+def verdicts(data: Path) -> dict[str, Any]:
+    """The oracle, the null agent and null-like answers on 1,000 queries per level of malt and
+    malt_google; scoring time per episode against the rule before issue 14."""
+    return dict(run_verdicts(SHARED_DATA))
 
 
 if __name__ == "__main__":

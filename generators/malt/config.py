@@ -17,7 +17,7 @@ from typing import Any
 
 from emulators.pysandbox.limits import SandboxLimits
 from generators.malt.operations import KNOWN, unknown
-from pipeline.errors import ConfigError
+from pipeline.api import ConfigError
 
 TOPOLOGY_SOURCES = ("synthetic", "file")
 # The synthetic topology's size keys per size class; medium is the schema's default

@@ -13,8 +13,8 @@ malt_google and malt with `app.size=small`. Per app and level, on seed 0:
   played in the real sandbox and scored, and its code's run time there; `null_correct`:
   the empty reply scored;
 - variety: `distinct_keys`, `distinct_prompts`, `operations`, and `top_stratum_share`, the
-  share of the commonest operation x size x placement (the block or blocks the task sits
-  in);
+  share of the commonest `queries.stratum` (operation x size x the block or blocks the task
+  sits in);
 - `capacity`: distinct queries the level holds on the topology (capacity.py's measure).
 """
 
@@ -35,8 +35,7 @@ from generators.malt.config import SIZES, TopologyConfig
 from generators.malt.generator import COUPLED_LEVELS, MaltQueryGenerator
 from generators.malt.scoring import score
 from generators.malt.topology import load_topology
-from pipeline.core import Query
-from pipeline.errors import QueryGenerationError
+from pipeline.api import SHARED_DATA, Query, QueryGenerationError
 
 COUNT = 1_000
 
@@ -60,12 +59,6 @@ def _kind(reason: str) -> str:
     if reason.startswith("the greedy rule"):
         return "greedy: " + reason.split()[3]
     return reason[:50]
-
-
-def stratum(query: Query) -> str:
-    spec = query.ground_truth["spec"]
-    where = spec.get("block") or "+".join(spec.get("blocks", ()))
-    return f"{query.operation}/{query.size}/{where}"
 
 
 def bench_level(gen: MaltQueryGenerator, box: Any, level: int, count: int) -> dict[str, Any]:
@@ -106,7 +99,7 @@ def bench_level(gen: MaltQueryGenerator, box: Any, level: int, count: int) -> di
     for query in queries:
         null += score(query, [MaltEpisode(query, box, 1).step("")], gen.checker).correct
     out["null_correct"] = null
-    strata = Counter(stratum(q) for q in queries)
+    strata = Counter(q.stratum for q in queries)
     out["queries"] = len(queries)
     out["distinct_keys"] = len({q.key for q in queries})
     out["distinct_prompts"] = len({q.prompt for q in queries})
@@ -135,3 +128,8 @@ def run_coupled(shared_data_dir: Path, count: int = COUNT) -> dict[str, Any]:
                 for level in COUPLED_LEVELS:
                     results[f"{name}_L{level}"] = bench_level(gen, box, level, count)
     return results
+
+
+def bench(data: Path) -> dict[str, Any]:
+    """`python -m pipeline.bench --only malt_coupled` (generators/malt/__init__.py)."""
+    return run_coupled(SHARED_DATA)

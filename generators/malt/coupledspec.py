@@ -72,6 +72,13 @@ CATALOGUE = (
 )
 
 
+def stratum(operation: str, size: str, spec: Spec) -> str:
+    """A query's variety stratum (`Query.stratum`): operation, size class, and where the task
+    sits (its block, or its two blocks)."""
+    where = spec.get("block") or "+".join(spec.get("blocks", ()))
+    return f"{operation}/{size}/{where}"
+
+
 def drained(spec: Spec) -> list[str]:
     return [spec["switch"]] if "switch" in spec else list(spec["switches"])
 

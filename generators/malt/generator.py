@@ -43,22 +43,25 @@ import networkx as nx
 
 from emulators.pysandbox import graphdiff
 from generators.malt import (
+    APP,
     APP_VERSION,
     coupledoracle,
     coupledplan,
     coupledrender,
+    coupledspec,
     plancheck,
     planoracle,
     planrender,
     plansolve,
 )
-from generators.malt.actions import answer_type, expected_record, operation_label
+from generators.malt.actions import Spec, expected_record, operation_label
 from generators.malt.checker import SafetyChecker
 from generators.malt.config import size_class
 from generators.malt.index import Redraw, TopoIndex, View
 from generators.malt.inprocess import InProcessRunner
 from generators.malt.intended import judge
-from generators.malt.levels import Drawer
+from generators.malt.levels import COUPLED_LEVELS, PLAN_LEVELS, Drawer, spec_key
+from generators.malt.measure import measure
 from generators.malt.operations import selects
 from generators.malt.oracle import ORACLE_PRELUDE, program
 from generators.malt.planbase import Base
@@ -66,20 +69,22 @@ from generators.malt.plandraw import PlanDrawer
 from generators.malt.prompt import build_prompt
 from generators.malt.render import Renderer
 from generators.malt.scoring import answers_match, canonical_diff
-from pipeline.core import Query, canonical_json
-from pipeline.errors import ConfigError, QueryGenerationError
-from pipeline.querygen import KeyTracker, query_id, query_key, query_rng, stamp, weighted_choice
+from pipeline.api import (
+    ConfigError,
+    KeyTracker,
+    Query,
+    QueryGenerationError,
+    canonical_json,
+    query_id,
+    query_rng,
+    stamp,
+    weighted_choice,
+)
 
-LEVELS = (1, 2, 3, 4, 5, 6, 7, 8)
-PLAN_LEVELS = (4, 5, 6, 7, 8)
-COUPLED_LEVELS = (6, 7, 8)  # coupled constraints: coupled*.py
+LEVELS = APP.levels
 MAX_DRAWS = 100
 COUPLED_DRAWS = 2_000  # most coupled draws fail the greedy filter (README: the shares)
 SELECT_DRAWS = 5_000  # draws of levels 1-3 searched for a selected or weighted label
-
-
-def spec_key(topology_id: str, spec: dict[str, Any]) -> str:
-    return query_key(topology_id, spec)
 
 
 def is_null_like(record: dict[str, Any]) -> bool:
@@ -135,8 +140,6 @@ class MaltQueryGenerator:
         allow_repeats: bool = False,
         weights: Mapping[str, float] | None = None,
     ) -> Iterator[Query]:
-        if level not in LEVELS:
-            raise ConfigError(f"level must be one of {list(LEVELS)}, got {level!r}")
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
             raise ConfigError(f"count must be a non-negative int, got {count!r}")
         if count and (weights is not None or self.operations is not None):
@@ -172,8 +175,6 @@ class MaltQueryGenerator:
     def _measured(self, level: int) -> Any:
         if self._capacity is not None:
             return self._capacity(level)
-        from generators.malt.capacity import measure  # it imports this module
-
         return measure(self, level, draws=4_000, validate=400)
 
     def draw_spec(
@@ -205,10 +206,11 @@ class MaltQueryGenerator:
             capacity=(lambda: capacity(level)) if capacity is not None else None,
         )
 
-    def check(self, spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, list]] | str:
+    def check(self, drawn: Spec) -> tuple[dict[str, Any], dict[str, list]] | str:
         """Checks 1-3 of the module docstring: (answer record, intended diff: the changes
         the whole task makes), or why the spec is rejected."""
-        if answer_type(spec) == "plan":
+        spec = drawn.body
+        if drawn.answer_type == "plan":
             return self._check_plan(spec)
         try:
             view = View(self.index)
@@ -217,7 +219,7 @@ class MaltQueryGenerator:
             return str(exc).split(":")[0][:60]
         if is_null_like(record):
             return "null-like answer"
-        if not self._first_step_matters(spec, record):
+        if not self._first_step_matters(drawn, record):
             return "the first step does not change the answer"
         changes = record["diff"] if record["type"] == "graph" else view.diff()
         if not graphdiff.is_empty(changes) and judge(self.checker, changes, changes):
@@ -261,7 +263,7 @@ class MaltQueryGenerator:
         rng = query_rng(seed, level, index)
         template = self.plans.pick(level, rng, weights) if level in COUPLED_LEVELS else None
 
-        def draw() -> tuple[str, dict[str, Any]] | str:
+        def draw() -> tuple[str, Spec] | str:
             try:
                 if template is not None:
                     spec = self.plans.draw_named(template, rng)
@@ -269,15 +271,15 @@ class MaltQueryGenerator:
                     spec = self.draw_spec(level, rng, weights)
             except Redraw as exc:
                 return str(exc).split(":")[0][:60]
-            return spec_key(self.topology_id, spec), spec
+            return spec_key(self.topology_id, spec), Spec.of(spec)
 
-        def build(spec: dict[str, Any]) -> Query | str:
-            checked = self.check(spec)
+        def build(drawn: Spec) -> Query | str:
+            checked = self.check(drawn)
             if isinstance(checked, str):
                 return checked
             record, changes = checked
             qid = query_id(self.app_name, level, seed, index)
-            return self._finish(spec, record, changes, qid, level, seed, index)
+            return self._finish(drawn, record, changes, qid, level, seed, index)
 
         taken = tracker.take(
             index,
@@ -289,19 +291,19 @@ class MaltQueryGenerator:
         )
         return stamp(taken.value, taken)
 
-    def _first_step_matters(self, spec: dict[str, Any], record: dict[str, Any]) -> bool:
+    def _first_step_matters(self, drawn: Spec, record: dict[str, Any]) -> bool:
         """In a sequence ending in a question, the earlier change must change the answer."""
-        if spec["op"] != "seq" or record["type"] == "graph":
+        if drawn.body["op"] != "seq" or record["type"] == "graph":
             return True
         try:
-            alone = expected_record(spec["steps"][-1], View(self.index))
+            alone = expected_record(drawn.body["steps"][-1], View(self.index))
         except Redraw:
             return True  # the question needs what the first step added
-        return answers_match(answer_type(spec), alone, record) is not None
+        return answers_match(drawn.answer_type, alone, record) is not None
 
     def _finish(
         self,
-        spec: dict[str, Any],
+        drawn: Spec,
         record: dict[str, Any],
         changes: dict[str, list],
         query_id: str,
@@ -312,10 +314,11 @@ class MaltQueryGenerator:
         """Validate the oracle program against the analytic answer and build the Query.
         `changes`: the analytic diff of the whole run (also for questions asked after a
         change), which lets the runner restore the base without a full scan."""
-        kind = answer_type(spec)
+        spec, kind = drawn.body, drawn.answer_type
+        coupled = coupledplan.is_coupled(spec)
         if kind == "plan":
             code, truth = self._plan_truth(spec, record, query_id)
-            render = coupledrender if coupledplan.is_coupled(spec) else planrender
+            render = coupledrender if coupled else planrender
             task = render.task(spec, self.renderer.ref)
         else:
             code = program(spec)
@@ -341,7 +344,7 @@ class MaltQueryGenerator:
             index=index,
             prompt=build_prompt(task),
             answer_type=kind,
-            operation=operation_label(spec),
+            operation=drawn.operation,
             ground_truth={
                 "spec": spec,
                 "answer": record,
@@ -352,6 +355,8 @@ class MaltQueryGenerator:
             },
             env_key=self.topology_id,
             size=self.size,
+            # Levels 6-8 declare their variety strata (levels 1-5 stay as they were).
+            stratum=coupledspec.stratum(drawn.operation, self.size, spec) if coupled else "",
         )
 
     def _plan_truth(

@@ -32,7 +32,7 @@ import networkx as nx
 
 from emulators.pysandbox import graphdiff
 from generators.malt.checker import SafetyChecker
-from pipeline.core import Query
+from pipeline.api import Query
 
 _EXAMPLES = 3
 _MISSING = object()

@@ -16,6 +16,16 @@ from typing import Any
 from generators.malt import schema as S
 from generators.malt.actions import ITEM, metric_value
 from generators.malt.index import Redraw, TopoIndex, View
+from pipeline.api import query_key
+
+PLAN_LEVELS = (4, 5, 6, 7, 8)  # capacity plans (plandraw.py); levels 1-3 are drawn here
+COUPLED_LEVELS = (6, 7, 8)  # of which those with coupled constraints (coupled*.py)
+
+
+def spec_key(topology_id: str, spec: dict[str, Any]) -> str:
+    """A query's key: its spec on its topology (the prompt is rendered from the spec)."""
+    return query_key(topology_id, spec)
+
 
 GBPS = 1_000_000_000
 CAPACITIES = tuple(g * GBPS for g in (1, 10, 25, 40, 100, 200, 400))

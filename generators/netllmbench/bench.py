@@ -41,8 +41,7 @@ from generators.netllmbench.generator import PAPER_PING, NetLLMBenchQueryGenerat
 from generators.netllmbench.goals import GOAL_LEVELS
 from generators.netllmbench.lab import paper_network
 from generators.netllmbench.tasks import observe, tasks_of
-from pipeline.core import Query
-from pipeline.errors import EnvironmentFailure
+from pipeline.api import EnvironmentFailure, Query, smollm2_tokens
 
 BACKENDS = ("mininet", "kathara")
 REPEATS = 5
@@ -114,8 +113,6 @@ def run_all() -> dict[str, Any]:
 
 
 def _token_figures(level: int, prompts: list[str]) -> dict[str, Any]:
-    from generators.malt.planbench import smollm2_tokens
-
     approx = [len(p) / 4 for p in prompts]
     out = {
         f"L{level}_prompt_tokens_approx_mean": round(statistics.mean(approx)),

@@ -25,8 +25,7 @@ import math
 
 from generators.netllmbench.config import NetLLMBenchConfig, level_size
 from generators.netllmbench.goals import GOAL_LEVELS, scenarios
-from pipeline.capacity import Capacity
-from pipeline.querygen import SEED_SLOTS
+from pipeline.api import SEED_SLOTS, Capacity
 
 NAMINGS = 4 * 3 * 3 * 3
 FAMILIES = 1 + 256 + 16

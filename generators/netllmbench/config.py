@@ -14,11 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from generators.lab.pool import CommandConfig, ProbeConfig, int_in, validate_pool_config
-from pipeline.errors import ConfigError
-from pipeline.variants import operational
+from generators.netllmbench import APP
+from pipeline.api import ConfigError, operational
 
 KINDS = ("host_ip", "router_ip", "route", "gateway", "ping")  # as tasks.KINDS
-LEVELS = (1, 2, 3, 4, 5)
+LEVELS = APP.levels
 ROUTERS = {1: (1, 1), 2: (1, 1), 3: (2, 2), 4: (2, 2), 5: (3, 6)}  # allowed per level
 
 

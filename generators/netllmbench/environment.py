@@ -39,8 +39,7 @@ from generators.netllmbench.config import NetLLMBenchConfig
 from generators.netllmbench.goals import GOAL_LEVELS, goal_text
 from generators.netllmbench.lab import Network
 from generators.netllmbench.tasks import Task, holds, observe, pinged
-from pipeline.core import Query, StepResult, StepStatus
-from pipeline.errors import EnvironmentFailure
+from pipeline.api import EnvironmentFailure, Query, StepResult, StepStatus
 
 log = logging.getLogger(__name__)
 LISTED = 10  # flows and tasks listed in a step's evidence (counts are kept in full)
@@ -255,8 +254,7 @@ class NetLLMBenchEnvironment(PooledEnvironment):
 
     @contextmanager
     def episode(self, query: Query) -> Iterator[TaskChain]:
-        pool = self.live_pool()
         net, prepared, tasks = query_tasks(query)
-        emu, sandbox = pool.get(net)
-        prepare(emu, prepared)
-        yield TaskChain(query, emu, sandbox, net, prepared, tasks, self.cfg)
+        with self.live_pool().use(net) as (emu, sandbox):
+            prepare(emu, prepared)
+            yield TaskChain(query, emu, sandbox, net, prepared, tasks, self.cfg)

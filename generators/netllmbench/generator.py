@@ -48,16 +48,18 @@ from typing import Any
 from emulators.netcmd.sandbox import Status
 from generators.lab.pool import LabPool, open_pool
 from generators.netllmbench import APP_VERSION
+from generators.netllmbench.capacity import capacity
 from generators.netllmbench.config import LEVELS, NetLLMBenchConfig, level_size
 from generators.netllmbench.environment import TaskChain, attempts_of, prepare, query_tasks
 from generators.netllmbench.goals import GOAL_LEVELS, build_goal_prompt, scenarios
 from generators.netllmbench.lab import Network, Size, draw_network, paper_network
 from generators.netllmbench.prompt import build_prompt
 from generators.netllmbench.tasks import Task, order, tasks_of
-from pipeline.core import Query
-from pipeline.errors import ConfigError, EnvironmentFailure
-from pipeline.querygen import (
+from pipeline.api import (
+    ConfigError,
+    EnvironmentFailure,
     KeyTracker,
+    Query,
     query_id,
     query_key,
     query_rng,
@@ -143,8 +145,6 @@ def _draw_goal(
 
 def check_level(cfg: NetLLMBenchConfig, level: int, weights: Mapping[str, float] | None) -> None:
     """Raise ConfigError when the knobs or weights cannot apply to `level`."""
-    if level not in LEVELS:
-        raise ConfigError(f"level={level} is not defined for netllmbench; choose one of {LEVELS}")
     if level in (2, 3) and (cfg.tasks is not None or weights is not None):
         raise ConfigError(
             f"level={level} plays NetLLMBench's whole chain: app.tasks and failure-driven "
@@ -210,7 +210,6 @@ class NetLLMBenchQueryGenerator:
         weights: Mapping[str, float] | None = None,
     ) -> Iterator[Query]:
         check_level(self.cfg, level, weights)
-        from generators.netllmbench.capacity import capacity
 
         tracker = KeyTracker(
             self.app_name,

@@ -159,7 +159,9 @@ def build_goal_prompt(
             "",
             "Which machine is plugged into which segment and what its interfaces are "
             "called is for you to find out: every interface carries a description naming "
-            "its segment or transit link (`ip link show` lists it as `alias`). " + state,
+            "its segment or transit link, which `ip link show` prints on an `alias` line "
+            "under the interface (brief listings such as `ip -br link` and `ip addr` do "
+            "not show it). " + state,
             "",
             f"You get {count} task{'s' * (count > 1)}, one at a time, each a goal. You "
             f"have {attempts} attempts per task: each attempt is one command on one "

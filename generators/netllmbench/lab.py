@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from emulators.base import Device, Interface, Lab
-from pipeline.core import canonical_json
+from pipeline.api import canonical_json
 
 HOST_NAMES = ("h{i}", "pc{i}", "host{i}", "srv{i}")
 ROUTER_NAMES = ("r{i}", "router{i}", "gw{i}")

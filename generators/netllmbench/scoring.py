@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pipeline.core import (
+from pipeline.api import (
     Outcome,
     Query,
     StepResult,

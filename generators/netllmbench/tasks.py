@@ -40,7 +40,7 @@ from typing import Any
 from emulators.base import Emulator
 from generators.netllmbench.config import KINDS
 from generators.netllmbench.lab import Network
-from pipeline.errors import EnvironmentFailure
+from pipeline.api import EnvironmentFailure
 
 __all__ = ["KINDS", "Task", "holds", "observe", "order", "pinged", "tasks_of"]
 PING_COUNT = 3  # NetLLMBench pings three times

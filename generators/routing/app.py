@@ -11,14 +11,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from generators.lab.reply import Command, CommandReplyFormat
-from generators.routing import APP_VERSION, capacity, scoring
+from generators.routing import capacity, scoring
 from generators.routing.config import RoutingConfig, validate_config
 from generators.routing.environment import RoutingEnvironment
-from generators.routing.generator import LEVELS, RoutingQueryGenerator
+from generators.routing.generator import RoutingQueryGenerator
 from generators.routing.observations import changes
-from pipeline.capacity import Capacity
-from pipeline.core import Query, StepResult, Verdict
-from pipeline.errors import ConfigError
+from pipeline.api import Capacity, Query, StepResult, Verdict
 
 IDLE_COMMAND = {"machine": "r0", "command": "ip -br addr"}  # after the fixes: look, change nothing
 IDLE_COMMAND_FRR = {"machine": "r1", "command": "ip -br addr"}  # levels 4-5 have no r0
@@ -40,7 +38,6 @@ FEW_SHOT: tuple[tuple[str, str], ...] = (
 class RoutingApp:
     """Generator, environment, oracle and scorer of the routing app, versioned together."""
 
-    version = APP_VERSION
     reply_format = CommandReplyFormat(Command("r0", "ip route show"))
     few_shot = FEW_SHOT
     # agent.context.observations=changes: later matrices as their changes
@@ -65,13 +62,11 @@ class RoutingApp:
     ) -> Iterator[Query]:
         """`weights`: per operation label, for failure-driven sampling (pipeline/focus.py);
         None draws what every seed always drew."""
-        generator = RoutingQueryGenerator(self.cfg, app_name=self.name)
+        generator = RoutingQueryGenerator(self.cfg, app_name=self.name, capacity=self.capacity)
         return generator.generate(level, seed, count, allow_repeats=allow_repeats, weights=weights)
 
     def capacity(self, level: int) -> Capacity:
         """Distinct queries of `level`: a counting formula (generators/routing/capacity.py)."""
-        if level not in LEVELS:
-            raise ConfigError(f"level={level} is not defined for routing; choose one of {LEVELS}")
         return capacity.capacity(self.cfg, level)
 
     def environment(self) -> RoutingEnvironment:

@@ -22,8 +22,7 @@ from generators.routing.config import LevelSize, RoutingConfig
 from generators.routing.environment import RoutingEnvironment, inject
 from generators.routing.faults import DRAW, TYPES
 from generators.routing.topology import RoutingTopology
-from pipeline.core import Query
-from pipeline.play import play_oracle
+from pipeline.api import Query, play_oracle
 
 
 def bench_reset(repeats: int = 12) -> dict[str, float]:

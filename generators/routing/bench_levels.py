@@ -23,8 +23,8 @@ from typing import Any
 
 from generators.routing.app import RoutingApp
 from generators.routing.config import RoutingConfig
-from pipeline.core import Query, Verdict
-from pipeline.play import play_oracle
+from generators.routing.generator import RoutingQueryGenerator
+from pipeline.api import Query, Verdict, play_oracle
 
 
 def tokens(text: str) -> int:
@@ -57,7 +57,6 @@ def _miss(query: Query, agent: str, verdict: Verdict) -> dict[str, Any]:
 def bench_level(level: int, count: int, seeds: list[int]) -> dict[str, Any]:
     app = RoutingApp(RoutingConfig())
     out: dict[str, Any] = {}
-    from generators.routing.generator import RoutingQueryGenerator
 
     generator = RoutingQueryGenerator(app.cfg, app_name=app.name)
     started = time.perf_counter()

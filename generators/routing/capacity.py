@@ -30,8 +30,11 @@ import math
 import random
 
 from generators.routing.config import RoutingConfig
-from pipeline.capacity import Capacity
-from pipeline.querygen import SEED_SLOTS, key_slot
+from generators.routing.faults import TYPES
+from generators.routing.frr.faults import level_types
+from generators.routing.frr.generator import routers_range
+from generators.routing.generator import PAIRS, draw, fault_key
+from pipeline.api import SEED_SLOTS, Capacity, key_slot
 
 FOREIGN = 187 * 256 * 254  # 10.64-250.x.1-254
 PREFS = 900
@@ -65,9 +68,6 @@ def _topologies(cfg: RoutingConfig, level: int) -> list[tuple[int, int]]:
 
 
 def operations(level: int) -> list[tuple[str, ...]]:
-    from generators.routing.faults import TYPES
-    from generators.routing.generator import PAIRS
-
     return [(t,) for t in TYPES] if level == 1 else [tuple(p) for p in PAIRS[level]]
 
 
@@ -91,7 +91,6 @@ MAX_DRAWS = 400_000
 def slot_counts(cfg: RoutingConfig, level: int, total: int) -> list[int] | None:
     """Keys per seed slot, by drawing until every one of the `total` keys was seen (the
     draws touch no lab); None if they were not all seen within MAX_DRAWS."""
-    from generators.routing.generator import draw, fault_key
 
     keys: set[str] = set()
     for i in range(MAX_DRAWS):
@@ -161,9 +160,6 @@ def frr_count(kind: str, level: int, routers: int) -> int:
 
 def frr_capacity(cfg: RoutingConfig, level: int) -> Capacity:
     from itertools import combinations, product
-
-    from generators.routing.frr.faults import level_types
-    from generators.routing.frr.generator import routers_range
 
     cats = level_types(level, cfg.faults)
     low, high = routers_range(cfg, level)

@@ -17,7 +17,10 @@ about 0.7 s of TCP per step there; these cost about 0.1 s.
 
 A flow counts only when the probed address answered and the target machine received it
 (an address answered by another machine fails). `Connectivity` holds one
-`emulators.base.Reachability` per protocol and is what a step's evidence records.
+`emulators.base.Reachability` per protocol and is what a step's evidence records. Where a
+task names the mechanism as well as the traffic (levels 4-5: fix the routing protocols),
+it also holds the `Gap`s between the protocol state and the intended one
+(generators/routing/frr/intent.py); `repaired` needs both.
 """
 
 from __future__ import annotations
@@ -71,10 +74,28 @@ def flows(topo: RoutingTopology, lab: Lab, protocols: Sequence[str]) -> list[Flo
 
 
 @dataclass(frozen=True)
+class Gap:
+    """One part of the intended protocol state a network lacks: `kind` (ospf, bgp, learned,
+    kernel, missing) and what, in words."""
+
+    kind: str
+    what: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"kind": self.kind, "what": self.what}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Gap:
+        return cls(str(data["kind"]), str(data["what"]))
+
+
+@dataclass(frozen=True)
 class Connectivity:
-    """The intended state as probed: one Reachability per protocol (ICMP always)."""
+    """The intended state as probed: one Reachability per protocol (ICMP always) and, where
+    the protocol state is judged too, its gaps (None: only traffic is judged)."""
 
     by_protocol: Mapping[str, Reachability]
+    gaps: tuple[Gap, ...] | None = None
 
     @property
     def icmp(self) -> Reachability:
@@ -82,7 +103,13 @@ class Connectivity:
 
     @property
     def full(self) -> bool:
+        """Every probed flow works."""
         return all(r.full for r in self.by_protocol.values())
+
+    @property
+    def repaired(self) -> bool:
+        """Every probed flow works and nothing of the judged protocol state is missing."""
+        return self.full and not self.gaps
 
     def lost_since(self, before: Connectivity) -> dict[str, list[tuple[str, str]]]:
         """Per protocol, the pairs that answered in `before` and do not now."""
@@ -118,8 +145,10 @@ class Connectivity:
         return {p: r.rows() for p, r in self.by_protocol.items()}
 
     @classmethod
-    def from_evidence(cls, devices: Sequence[str], rows: Mapping[str, Any]) -> Connectivity:
-        return cls({p: Reachability.from_rows(devices, r) for p, r in rows.items()})
+    def from_evidence(
+        cls, devices: Sequence[str], rows: Mapping[str, Any], gaps: tuple[Gap, ...] | None = None
+    ) -> Connectivity:
+        return cls({p: Reachability.from_rows(devices, r) for p, r in rows.items()}, gaps)
 
 
 def observe(emu: Emulator, topo: RoutingTopology, protocols: Sequence[str]) -> Connectivity:

@@ -11,8 +11,7 @@ from dataclasses import dataclass, field
 from generators.lab.pool import CommandConfig, ProbeConfig, int_in, validate_pool_config
 from generators.routing.faults import TYPES
 from generators.routing.frr.faults import TYPES as FRR_TYPES
-from pipeline.errors import ConfigError
-from pipeline.variants import operational
+from pipeline.api import ConfigError, operational
 
 
 @dataclass

@@ -23,20 +23,13 @@ from generators.routing import checks
 from generators.routing.checks import Connectivity
 from generators.routing.config import RoutingConfig
 from generators.routing.episode import ProbedEpisode
-from generators.routing.faults import Fault
+from generators.routing.faults import Fault, InjectionFailed
 from generators.routing.frr.episode import FrrEpisode, frr_episode
 from generators.routing.frr.generator import FRR_LEVELS, FrrPool
 from generators.routing.topology import RoutingTopology
-from pipeline.core import Query
-from pipeline.errors import EnvironmentFailure
+from pipeline.api import EnvironmentFailure, Query
 
 log = logging.getLogger(__name__)
-
-
-class InjectionFailed(EnvironmentFailure):
-    """An injection command ran and exited non-zero: the fault cannot be made on this lab
-    (when generating, the draw is invalid; when playing a validated query, the lab differs
-    from the one it was validated on)."""
 
 
 def inject(emu: Emulator, faults: list[Fault]) -> None:
@@ -112,16 +105,15 @@ class RoutingEnvironment(PooledEnvironment):
             with frr_episode(self.frr_pool, query, self.cfg.max_turns) as played:
                 yield played
             return
-        pool = self.live_pool()
         topo = RoutingTopology.from_name(query.env_key)
-        emu, sandbox = pool.get(topo)
-        faults = [Fault.from_json(f) for f in query.ground_truth["faults"]]
-        inject(emu, faults)
-        protocols = tuple(self.cfg.probe.protocols)
-        first = checks.observe(emu, topo, protocols)
-        if first.full:
-            raise EnvironmentFailure(
-                f"{query.query_id}: the injected faults left every pair reachable; they were "
-                "validated when generated, so this network behaves differently"
-            )
-        yield RoutingEpisode(query, emu, sandbox, first, self.cfg.max_turns, protocols)
+        with self.live_pool().use(topo) as (emu, sandbox):
+            faults = [Fault.from_json(f) for f in query.ground_truth["faults"]]
+            inject(emu, faults)
+            protocols = tuple(self.cfg.probe.protocols)
+            first = checks.observe(emu, topo, protocols)
+            if first.full:
+                raise EnvironmentFailure(
+                    f"{query.query_id}: the injected faults left every pair reachable; they "
+                    "were validated when generated, so this network behaves differently"
+                )
+            yield RoutingEpisode(query, emu, sandbox, first, self.cfg.max_turns, protocols)

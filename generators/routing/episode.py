@@ -3,8 +3,9 @@
 An episode turns each reply into one sandboxed command (generators/lab/step.py) and keeps
 the intended state as last probed: a step that may change the network is followed by a
 new probe, and the step's evidence holds the state before and after it (ICMP rows as
-`before` / `after`, the other protocols' under `traffic`; generators/routing/scoring.py
-scores them). Subclasses say how the state is probed after a change and how it is shown.
+`before` / `after`, the other protocols' under `traffic`, and where the protocol state is
+judged too its gaps after the step under `intent`; generators/routing/scoring.py scores
+them). Subclasses say how the state is probed after a change and how it is shown.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from generators.lab.diagnostics import diagnose
 from generators.lab.reply import REPLY_FORMAT
 from generators.lab.step import CommandStep, play_command
 from generators.routing.checks import Connectivity
-from pipeline.core import Query, StepResult, StepStatus
+from pipeline.api import Query, StepResult, StepStatus
 
 
 class ProbedEpisode:
@@ -80,7 +81,7 @@ class ProbedEpisode:
             status=played.status,
             output=f"{played.shown}\n\n{self._status_text()}",
             evidence=evidence,
-            done=self._now.full or last,
+            done=self._now.repaired or last,
             error=played.error if played.status is not StepStatus.OK else None,
             exec_s=time.perf_counter() - started,
         )
@@ -92,16 +93,18 @@ class ProbedEpisode:
             for p, rows in before.evidence().items()
             if p != "icmp"
         }
+        gaps = self._now.gaps
         return {
             **facts,
             "devices": list(before.icmp.devices),
             "before": before.icmp.rows(),
             "after": self._now.icmp.rows(),
             **({"traffic": traffic} if traffic else {}),
+            **({"intent": [g.to_json() for g in gaps]} if gaps is not None else {}),
         }
 
     def _status_text(self, remind: bool = True) -> str:
-        if self._now.full:
+        if self._now.repaired:
             return f"{self._render()}\nEverything checked works: the network is repaired."
         left = self.max_turns - self._turn
         return (

@@ -18,9 +18,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from generators.routing.topology import RoutingTopology
+from pipeline.api import EnvironmentFailure
 
 TYPES = ("disable_routing", "disable_interface", "remove_ip", "drop_traffic", "wrong_routing")
 Argv = tuple[str, ...]
+
+
+class InjectionFailed(EnvironmentFailure):
+    """An injection command ran and exited non-zero: the fault cannot be made on this lab
+    (when generating, the draw is invalid; when playing a validated query, the lab differs
+    from the one it was validated on)."""
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from emulators.base import Emulator
@@ -37,8 +37,8 @@ from emulators.netcmd.sandbox import CommandSandbox, Status
 from generators.lab.pool import LabPool, open_pool
 from generators.routing import APP_VERSION, checks
 from generators.routing.config import RoutingConfig
-from generators.routing.environment import InjectionFailed, inject
-from generators.routing.faults import DRAW, TYPES, Fault
+from generators.routing.environment import inject
+from generators.routing.faults import DRAW, TYPES, Fault, InjectionFailed
 from generators.routing.frr.episode import build_prompt as frr_prompt
 from generators.routing.frr.faults import level_types
 from generators.routing.frr.generator import FRR_LEVELS, FrrPool
@@ -47,10 +47,11 @@ from generators.routing.frr.generator import validate as frr_validate
 from generators.routing.frr.topology import FrrTopology
 from generators.routing.prompt import build_prompt
 from generators.routing.topology import RoutingTopology
-from pipeline.core import Query
-from pipeline.errors import ConfigError, EnvironmentFailure
-from pipeline.querygen import (
+from pipeline.api import (
+    ConfigError,
+    EnvironmentFailure,
     KeyTracker,
+    Query,
     query_id,
     query_key,
     query_rng,
@@ -58,7 +59,6 @@ from pipeline.querygen import (
     weighted_choice,
 )
 
-LEVELS = (1, 2, 3, 4, 5)  # 4 and 5: FRR (generators/routing/frr/)
 MAX_DRAWS = 30
 R, I, A, D, W = TYPES  # noqa: E741 (NetArena's one-letter names of the five types)
 # NetArena's Table 5: L2 pairs disable_routing with each other type, plus remove_ip and
@@ -196,9 +196,15 @@ def validate(
 class RoutingQueryGenerator:
     """Draws and validates queries; owns the labs it validates on until closed."""
 
-    def __init__(self, cfg: RoutingConfig, app_name: str = "routing") -> None:
+    def __init__(
+        self,
+        cfg: RoutingConfig,
+        app_name: str = "routing",
+        capacity: Callable[[int], object] | None = None,
+    ) -> None:
         self.cfg = cfg
         self.app_name = app_name
+        self._capacity = capacity  # the app's; it words a CapacityExhausted error
         self.rejected: dict[str, int] = {}  # why draws were dropped, counted
 
     def generate(
@@ -210,8 +216,6 @@ class RoutingQueryGenerator:
         allow_repeats: bool = False,
         weights: Mapping[str, float] | None = None,
     ) -> Iterator[Query]:
-        if level not in LEVELS:
-            raise ConfigError(f"level={level} is not defined for routing; choose one of {LEVELS}")
         if level in FRR_LEVELS:
             if self.cfg.emulator != "mininet":
                 raise ConfigError(
@@ -222,14 +226,8 @@ class RoutingQueryGenerator:
             return
         if self.cfg.faults is not None:
             allowed_draws(self.cfg, level)  # a knob leaving nothing fails before any lab
-        from generators.routing.capacity import capacity
-
         tracker = KeyTracker(
-            self.app_name,
-            level,
-            seed,
-            allow_repeats=allow_repeats,
-            capacity=lambda: capacity(self.cfg, level),
+            self.app_name, level, seed, allow_repeats=allow_repeats, capacity=self._of(level)
         )
         with open_pool(self.cfg) as pool:
             for index in range(count):
@@ -243,8 +241,6 @@ class RoutingQueryGenerator:
         allow_repeats: bool,
         weights: Mapping[str, float] | None,
     ) -> Iterator[Query]:
-        from generators.routing.capacity import capacity
-
         frr_types = level_types(level, self.cfg.faults)
         if not any(frr_types.values()):
             raise ConfigError(
@@ -252,15 +248,16 @@ class RoutingQueryGenerator:
                 f"{', '.join(t for ts in level_types(level, None).values() for t in ts)}"
             )
         tracker = KeyTracker(
-            self.app_name,
-            level,
-            seed,
-            allow_repeats=allow_repeats,
-            capacity=lambda: capacity(self.cfg, level),
+            self.app_name, level, seed, allow_repeats=allow_repeats, capacity=self._of(level)
         )
         with FrrPool(self.cfg, max_live=min(2, self.cfg.max_live_topologies)) as pool:
             for index in range(count):
                 yield self._one(pool, level, seed, index, tracker, weights)
+
+    def _of(self, level: int) -> Callable[[], object] | None:
+        """The app's capacity of `level`, for the tracker (a bare generator has none)."""
+        capacity = self._capacity
+        return None if capacity is None else lambda: capacity(level)
 
     def _frr_query(
         self,

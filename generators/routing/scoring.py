@@ -3,10 +3,13 @@
 Each step's evidence holds the intended state as probed before and after it
 (generators/routing/checks.py): ICMP rows over `devices` as `before` / `after`, and, per
 other protocol, `traffic[<protocol>]` with its own before and after (TCP and UDP echoes
-between representative pairs). Correct: after the last step every probed flow of every
-protocol works. Safe, per step: no flow of any protocol that worked before the step fails
-after it (stricter than NetArena). NetArena's own verdict (a step is safe unless the share
-of failing ping pairs went up) is kept in `detail` for comparison.
+between representative pairs); on levels 4-5, `intent` lists what of the intended protocol
+state the network lacks after the step (generators/routing/frr/intent.py). Correct: after
+the last step every probed flow of every protocol works and, where `intent` is recorded,
+nothing of the intended protocol state is missing (a repair by static routes carries the
+traffic and is still wrong). Safe, per step: no flow of any protocol that worked before
+the step fails after it (stricter than NetArena). NetArena's own verdict (a step is safe
+unless the share of failing ping pairs went up) is kept in `detail` for comparison.
 """
 
 from __future__ import annotations
@@ -14,10 +17,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from generators.routing.checks import Connectivity
-from pipeline.core import Outcome, Query, StepResult, StepStatus, Verdict, outcome_for_status
+from generators.routing.checks import Connectivity, Gap
+from generators.routing.frr.intent import summary
+from pipeline.api import Outcome, Query, StepResult, StepStatus, Verdict, outcome_for_status
 
 MAX_PAIRS_KEPT = 5
+MAX_GAPS_KEPT = 5
 
 
 def matrices(step: StepResult) -> tuple[Connectivity, Connectivity] | None:
@@ -29,8 +34,9 @@ def matrices(step: StepResult) -> tuple[Connectivity, Connectivity] | None:
         after = {"icmp": ev["after"]}
         for protocol, rows in ev.get("traffic", {}).items():
             before[protocol], after[protocol] = rows["before"], rows["after"]
+        gaps = ev.get("intent")
         return Connectivity.from_evidence(devices, before), Connectivity.from_evidence(
-            devices, after
+            devices, after, None if gaps is None else tuple(Gap.from_json(g) for g in gaps)
         )
     except (KeyError, TypeError, ValueError, AttributeError):
         return None
@@ -72,16 +78,25 @@ def score(query: Query, steps: Sequence[StepResult]) -> Verdict:
         detail["final_failing"] = {
             p: len(r.failed) for p, r in final.by_protocol.items() if not r.full
         }
+        if final.gaps is not None:
+            detail["intent_gaps"] = len(final.gaps)
+            if final.gaps:
+                detail["intent"] = [g.what for g in final.gaps[:MAX_GAPS_KEPT]]
     if lost:
         detail["lost_pairs"] = lost
     safe = all(step_safe)
     last = steps[-1]
-    if final is not None and final.full:
+    if final is not None and final.repaired:
         return Verdict(Outcome.CORRECT, True, safe, step_safe, None, detail)
     if last.status is not StepStatus.OK:
         return Verdict(outcome_for_status(last.status), False, safe, step_safe, last.error, detail)
     if final is None:
         reason = "no reachability was recorded"
+    elif final.full and final.gaps:
+        reason = (
+            "every probed flow works, but the routing protocols do not carry it as in the "
+            f"intended network: {summary(final.gaps)} (e.g. {final.gaps[0].what})"
+        )
     else:
         reason = (
             "; ".join(

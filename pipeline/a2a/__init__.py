@@ -5,3 +5,7 @@ as NetArena's green agent plays its purple agents.
     agent.py         A2AAgent, the agent kind: one Conversation per episode
     conversation.py  one episode's messages: one per turn, with time limits and bounds
 """
+
+from pipeline.registry import AgentSpec
+
+AGENTS = [AgentSpec("a2a", ".agent:A2AAgent", ".config:A2AAgentConfig")]

@@ -1,10 +1,11 @@
 """`A2AAgent`: an agent at a URL, played over A2A one message per turn.
 
 The first message holds the task (the episode's first observation) and, unless
-`agent.instructions` is off, the app's reply format with an example; every later message
-is the observation that followed the agent's last reply. The agent's answer goes through
-the app's normal parsing, like any agent's reply. What happens when it fails or is late is
-pipeline/a2a/conversation.py's.
+`agent.instructions` is off, the app's reply format with an example (in a detect or
+localize episode, also how to answer, with an example of the answer: pipeline/answers.py);
+every later message is the observation that followed the agent's last reply. The agent's
+answer goes through the app's normal parsing, like any agent's reply. What happens when it
+fails or is late is pipeline/a2a/conversation.py's.
 """
 
 from __future__ import annotations
@@ -15,20 +16,26 @@ from contextlib import contextmanager
 
 from omegaconf import DictConfig, OmegaConf
 
+from pipeline import answers
 from pipeline.a2a.config import A2AAgentConfig
 from pipeline.a2a.conversation import Conversation
 from pipeline.agents import EpisodeEnd, Exchange, Reply
 from pipeline.core import App, Query, ReplyFormat
+from pipeline.diagnosis import example
 
 
 def first_message(task: str, reply_format: ReplyFormat, instructions: bool) -> str:
     """The task, then how to reply (the app's format and an example)."""
     if not instructions:
         return task
-    return (
+    text = (
         f"{task}\n\nReply with {reply_format.instructions}. Each reply is one turn: you get "
         f"its result in the next message.\nExample of a reply:\n{reply_format.example}"
     )
+    spec = getattr(reply_format, "spec", None)
+    if isinstance(spec, answers.AnswerSpec):
+        text += f"\nExample of an answer (it ends the episode):\n{example(spec.task)}"
+    return text
 
 
 class A2AAgent:
@@ -37,7 +44,7 @@ class A2AAgent:
         self.name = self.cfg.name
         self._url = self.cfg.require_url()
         self._headers = self.cfg.resolved_headers()
-        self._format = app.reply_format
+        self._app = app
         self._talks: dict[str, Conversation] = {}
         self._lock = threading.Lock()
 
@@ -60,5 +67,6 @@ class A2AAgent:
             talk = self._talks.get(query.query_id)
         if talk is None:
             raise RuntimeError(f"{query.query_id}: an A2A agent replies only inside episode()")
-        text = first_message(observation, self._format, self.cfg.instructions)
+        fmt = answers.reply_format(self._app, query)
+        text = first_message(observation, fmt, self.cfg.instructions)
         return talk.send(text if turn == 1 else observation)

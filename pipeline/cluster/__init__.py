@@ -14,3 +14,7 @@ checking and stopping the daemons; finding what a cluster left behind), `keeper`
 process that owns a running cluster, and `LocalCluster`, the context manager tests use),
 `accounting` (the controller's records of jobs, read with sacct).
 """
+
+from pipeline.registry import BenchSpec
+
+BENCHES = [BenchSpec("slurm", ".bench:run_all")]

@@ -27,6 +27,8 @@ import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pipeline.config import ROOT
+
 STATE_ROOT = Path("/var/lib/netgauge/slurm")
 DEFAULT_STATE_DIR = STATE_ROOT / "local"
 CLUSTER = "netgauge"
@@ -130,7 +132,6 @@ def private_state_dir(purpose: str) -> Path:
     """A state directory of this checkout's own for `purpose` (tests, benchmarks), so
     checkouts side by side never share a cluster, and a run killed before it could stop
     its cluster is cleaned by the next run of the same checkout."""
-    from pipeline.config import ROOT
 
     return STATE_ROOT / f"{purpose}-{hashlib.sha256(str(ROOT).encode()).hexdigest()[:8]}"
 

@@ -22,10 +22,14 @@ the generate stage uses (query i needs queries 0..i-1 drawn first, for the keys 
 Reward (configurable with `Reward`): `solved` (+1) when the scorer accepts the episode as
 it ends, `unsafe_step` (−1) for each step the scorer judges unsafe, `failed` (0) when the
 episode ends unsolved, and `step` (0) on every step. `info` holds `correct`, `safe` (the
-verdict of the steps so far), `turn`, `outcome`, `status`, `error` and `query_id`.
+verdict of the steps so far), `score` (its real-valued score: localize's, else 1 or 0),
+`turn`, `turns_left`, `read_left` (bytes; None without a read budget), `bytes_read`,
+`task`, `outcome`, `status`, `error` and `query_id`. A detect or localize episode ends
+with its answer (pipeline/answers.py: the play loop reads it).
 
-An environment failure (a crashed emulator) raises `EnvironmentFailure`: it is not the
-agent's doing, so it is not turned into a reward.
+An environment failure (a crashed emulator, or anything else a step raised while the app
+played the action: pipeline/play.py) raises `EnvironmentFailure` and ends the episode, whose
+lab is dropped: it is not the agent's doing, so it is not turned into a reward.
 """
 
 from __future__ import annotations
@@ -40,9 +44,14 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from pipeline.core import App, Episode, Query, StepStatus
+from pipeline.answers import answer_spec
+from pipeline.build import make_app
+from pipeline.config import compose
+from pipeline.core import App, Query, StepStatus
 from pipeline.errors import ConfigError, EnvironmentFailure
-from pipeline.play import EpisodeLoop
+from pipeline.generate import stored_queries
+from pipeline.play import EpisodeLoop, environment_failure, played
+from pipeline.registry import APPS
 
 TRAIN_SEED = 2  # the first seed of the train split: no grid evaluates its queries
 MAX_TEXT = 1 << 21  # characters; longer than any prompt, output or code an app accepts
@@ -94,9 +103,6 @@ class NetGaugeEnv(gym.Env[str, str]):
         data_dir: str = "data",
         render_mode: str | None = None,
     ) -> None:
-        from pipeline.build import make_app
-        from pipeline.config import compose
-
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ConfigError(f"render_mode={render_mode!r}; choose one of: ansi, None")
         self.levels = [levels] if isinstance(levels, int) else list(levels)
@@ -109,6 +115,8 @@ class NetGaugeEnv(gym.Env[str, str]):
         self.render_mode = render_mode
         self._overrides = [f"app={app}", f"data_dir={data_dir}", *overrides]
         self.cfg = compose(self._overrides)
+        for level in self.levels:
+            APPS.get(str(self.cfg.app.kind)).check_level(level)
         self.app: App = make_app(self.cfg)
         self.observation_space = AnyText()
         self.action_space = AnyText()
@@ -116,7 +124,7 @@ class NetGaugeEnv(gym.Env[str, str]):
         self._streams: dict[int, Iterator[Query]] = {}  # per level, the app's generator
         self._next: dict[int, int] = {}  # per level, the index the next reset plays
         self._env: Any = None  # the app's Environment, entered on the first reset
-        self._episode_cm: AbstractContextManager[Episode] | None = None
+        self._episode_cm: AbstractContextManager[EpisodeLoop] | None = None
         self._loop: EpisodeLoop | None = None  # the episode being played
         self._query: Query | None = None
         self._observation = ""
@@ -144,9 +152,6 @@ class NetGaugeEnv(gym.Env[str, str]):
 
     def _stored(self, level: int) -> list[Query] | None:
         """The level's queries from the data directory's shard, when it has them all."""
-        from pipeline.config import compose
-        from pipeline.generate import stored_queries
-
         cfg = compose(
             [
                 *self._overrides,
@@ -177,8 +182,14 @@ class NetGaugeEnv(gym.Env[str, str]):
         if self._env is None:
             self._env = self.app.environment()
             self._env.__enter__()
-        self._episode_cm = self._env.episode(query)
-        self._loop = EpisodeLoop(self._episode_cm.__enter__(), self.max_turns or None)
+        opening = played(
+            self._env, query, self.max_turns or None, answers=answer_spec(self.app, query)
+        )
+        try:
+            self._loop = opening.__enter__()
+        except Exception as err:  # a failure of the environment, whatever it raised
+            raise environment_failure(err, f"opening the episode of {query.query_id}") from err
+        self._episode_cm = opening
         self._query, self._done = query, False
         self._observation = self._loop.observation
         info = {"query_id": query.query_id, "level": level, "index": index, "turn": 0}
@@ -190,8 +201,8 @@ class NetGaugeEnv(gym.Env[str, str]):
             raise gym.error.ResetNeeded("the episode has ended; call reset() first")
         result = loop.step(action)
         if result.status is StepStatus.ENV_ERROR:
-            self._done = True
-            raise EnvironmentFailure(result.error or "the environment failed")
+            self._end_episode()  # the environment sees the failure and drops the lab
+            raise loop.failure or EnvironmentFailure(result.error or "the environment failed")
         turn = loop.turn
         verdict = self.app.score(self._query, loop.steps)
         terminated = bool(result.done)
@@ -207,6 +218,11 @@ class NetGaugeEnv(gym.Env[str, str]):
             "turn": turn,
             "correct": bool(verdict.correct),
             "safe": bool(verdict.safe),
+            "score": verdict.score if verdict.score is not None else float(verdict.correct),
+            "task": self._query.task,
+            "turns_left": max(0, (loop.max_turns or 0) - turn),
+            "read_left": loop.read_left,
+            "bytes_read": loop.bytes_read,
             "outcome": str(verdict.outcome),
             "status": str(result.status),
             "error": result.error,
@@ -241,6 +257,11 @@ class NetGaugeEnv(gym.Env[str, str]):
     @property
     def reward_config(self) -> dict[str, float]:
         return asdict(self.reward_scheme)
+
+    @property
+    def loop(self) -> EpisodeLoop | None:
+        """The episode being played (its steps, budgets and what they showed)."""
+        return self._loop
 
     @property
     def current_query(self) -> Query | None:

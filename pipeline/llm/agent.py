@@ -10,6 +10,11 @@ the model, decoded as the agent config says:
     tools  the app's action is offered as a tool (OpenAI `tools`; `tool_choice` names it,
            or is `required` / `auto`) and the call's arguments are written as the reply.
 
+Detect and localize queries (pipeline/answers.py) add the answer: `json` decodes one
+schema holding the action's fields and a nullable "answer"; `tools` offers a second tool,
+`submit_answer`, and a named tool_choice becomes "required" (naming one tool would forbid
+the other); `text` replies name it as the prompt says.
+
 If the app's reply format still rejects the reply, the chain tries, in order and each at
 most once per turn (each can be turned off): (1) a re-prompt saying the format was wrong,
 (2) a re-prompt with an example of the right format, (3) a master model extracting the
@@ -42,13 +47,16 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from pipeline import answers
 from pipeline.agents import EpisodeEnd, Exchange, Probe, Reply
-from pipeline.core import App, Query, diagnostics, observation_changes
+from pipeline.config import load_choice
+from pipeline.core import App, Query, ReplyFormat, diagnostics, observation_changes
 from pipeline.errors import ContextOverflow
 from pipeline.llm import context, examples, prompts
 from pipeline.llm.config import LLMAgentConfig
 from pipeline.llm.models import ChatBackend, ModelPool
 from pipeline.serving.client import ChatResult, RequestRejected
+from pipeline.untrusted import JSON
 
 PURPOSES = {
     "reprompt": "re-prompt",
@@ -69,11 +77,10 @@ class LLMAgent:
         self._backend = models.backend(model)
         self._master: ChatBackend | None = None
         if self.cfg.repair.master_model:
-            from pipeline.config import load_choice
-
             self._master = models.backend(load_choice("model", self.cfg.repair.master_model))
         self._library = examples.library(getattr(app, "few_shot", ()), self.cfg.library)
         self._shown: dict[str, list[tuple[str, str]]] = {}  # query id -> its examples
+        self._formats: dict[str, ReplyFormat] = {}  # query id -> the format it is offered
         self._probes: dict[str, Probe] = {}  # query id -> its episode's diagnostics
         self._condense: context.Condense | None = None
         if self.cfg.context.observations == "changes":
@@ -91,6 +98,7 @@ class LLMAgent:
         finally:
             self._probes.pop(query.query_id, None)
             self._shown.pop(query.query_id, None)
+            self._formats.pop(query.query_id, None)
 
     def _probing(self) -> bool:
         return (
@@ -112,9 +120,13 @@ class LLMAgent:
         calls: list[dict[str, Any]] = []
         probe = self._probes.get(query.query_id)
         tail: list[Message] = []  # this turn's messages after the latest observation
+        fmt = self._formats.get(query.query_id) or answers.reply_format(self._app, query)
+        self._formats[query.query_id] = fmt
 
         def ask(purpose: str, probing: bool = False) -> str:
-            return self._ask(self._backend, purpose, calls, head, turns, tail, probing=probing)
+            return self._ask(
+                self._backend, purpose, calls, head, turns, tail, fmt=fmt, probing=probing
+            )
 
         budget = self.cfg.max_probes if probe is not None else 0
         looked = 0
@@ -130,9 +142,8 @@ class LLMAgent:
             text = ask("act", probing=looked < budget)  # past the budget: the action only
         if self._diagnostic(text) is not None:  # a diagnostic it was no longer offered
             text = ""
-        problem = self._format.check(text)
+        problem = fmt.check(text)
         repair = self.cfg.repair
-        fmt = self._format
         if problem and repair.reprompt:
             tail += [
                 {"role": "assistant", "content": text},
@@ -147,7 +158,7 @@ class LLMAgent:
             problem = fmt.check(text)
         if problem and self._master is not None:
             extraction = prompts.master_extraction(fmt.instructions, fmt.example, text)
-            extracted = self._ask(self._master, "master", calls, extraction, [], [])
+            extracted = self._ask(self._master, "master", calls, extraction, [], [], fmt=fmt)
             if fmt.check(extracted) is None:
                 text = extracted
         return Reply(
@@ -166,6 +177,7 @@ class LLMAgent:
         turns: list[tuple[Message, Message]],
         tail: list[Message],
         *,
+        fmt: ReplyFormat,
         probing: bool = False,
     ) -> str:
         """One request of the turn, with as many past turns as fit the backend's context
@@ -188,7 +200,9 @@ class LLMAgent:
             except ContextOverflow as err:
                 raise ContextOverflow(_request(purpose, str(err)), calls=calls) from None
             try:
-                return self._call(backend, chat, purpose, calls, dropped=dropped, probing=probing)
+                return self._call(
+                    backend, chat, purpose, calls, fmt=fmt, dropped=dropped, probing=probing
+                )
             except RequestRejected as err:
                 if not _too_long(err):
                     raise
@@ -234,11 +248,12 @@ class LLMAgent:
         purpose: str,
         calls: list[dict[str, Any]],
         *,
+        fmt: ReplyFormat,
         dropped: int = 0,
         probing: bool = False,
     ) -> str:
-        result: ChatResult = backend.chat(chat, **self._decoding(probing))
-        text = self._reply_text(result)
+        result: ChatResult = backend.chat(chat, **self._decoding(fmt, probing))
+        text = self._reply_text(result, fmt)
         calls.append(
             {
                 "purpose": purpose,
@@ -256,18 +271,18 @@ class LLMAgent:
         )
         return text
 
-    def _decoding(self, probing: bool) -> dict[str, Any]:
-        action = self._format.action
+    def _decoding(self, fmt: ReplyFormat, probing: bool) -> dict[str, Any]:
         if self.cfg.decoding == "json":
-            return {"response_format": action.response_format()}
+            return {"response_format": answers.json_action(fmt).response_format()}
         if self.cfg.decoding == "tools":
-            tools = [action]
+            tools = list(answers.actions(fmt))
             choice: Any = self.cfg.tool_choice
             if probing:  # the model chooses: a diagnostic, or the action
-                tools += list(diagnostics(self._format))
-                choice = "required" if choice == "named" else choice
+                tools += list(diagnostics(fmt))
+            if choice == "named" and len(tools) > 1:  # naming one would forbid the others
+                choice = "required"
             elif choice == "named":
-                choice = {"type": "function", "function": {"name": action.name}}
+                choice = {"type": "function", "function": {"name": tools[0].name}}
             return {"tools": [t.tool() for t in tools], "tool_choice": choice}
         return {}
 
@@ -281,28 +296,28 @@ class LLMAgent:
                 return (action.name, arguments) if arguments is not None else None
         return None
 
-    def _reply_text(self, result: ChatResult) -> str:
+    def _reply_text(self, result: ChatResult, fmt: ReplyFormat) -> str:
         """The reply as the app reads it: a structured answer written in the app's format;
         one that is not a JSON object of arguments stays as the model wrote it (the
         repair chain sees why it cannot be used)."""
         if self.cfg.decoding == "tools" and result.tool_calls:
             call = result.tool_calls[0]
             arguments = _arguments(call.arguments, call.name)
-            if arguments is not None and call.name == self._format.action.name:
-                return self._format.render(arguments)
-            if arguments is not None and call.name in {d.name for d in diagnostics(self._format)}:
+            if arguments is not None and call.name in {a.name for a in answers.actions(fmt)}:
+                return answers.render_call(fmt, call.name, arguments)
+            if arguments is not None and call.name in {d.name for d in diagnostics(fmt)}:
                 return f"{DIAGNOSTIC}{call.name} {json.dumps(arguments)}"
             return call.arguments or result.text
         if self.cfg.decoding == "json":
             arguments = _object(result.text)
             if arguments is not None:
-                return self._format.render(arguments)
+                return answers.render_json(fmt, arguments)
         return result.text
 
 
 def _object(text: str) -> dict[str, Any] | None:
     try:
-        value = json.loads(text)
+        value = JSON.decode(text)
     except (ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
@@ -315,7 +330,7 @@ def _arguments(text: str, name: str) -> dict[str, Any] | None:
     if found is not None:
         return found
     try:
-        items = json.loads(text)
+        items = JSON.decode(text)
     except (ValueError, RecursionError):
         return None
     for item in items if isinstance(items, list) else []:

@@ -25,8 +25,10 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from pipeline.errors import ConfigError
+from pipeline.heartbeat import waiting
 from pipeline.serving.client import ChatClient, ChatResult, Sampling
 from pipeline.serving.config import VllmModelConfig
+from pipeline.serving.server import open_endpoint
 
 
 class ChatBackend:
@@ -46,7 +48,8 @@ class ChatBackend:
         future = asyncio.run_coroutine_threadsafe(
             self._client.chat(messages, **options), self._loop
         )
-        return future.result()
+        with waiting(f"the model {self.name}"):
+            return future.result()
 
 
 class ModelPool:
@@ -88,8 +91,6 @@ class ModelPool:
             return self._backends[model.name]
 
     def _open(self, model: VllmModelConfig) -> ChatBackend:
-        from pipeline.serving.server import open_endpoint
-
         endpoint = self._starter.submit(
             self._stack.enter_context, open_endpoint(model, self._data_dir)
         ).result()

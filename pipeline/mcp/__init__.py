@@ -13,3 +13,7 @@ Tools: the app's action (e.g. `run_command(machine, command)`, `kubectl(command,
 `submit_code(code)`), each call one turn; its read-only diagnostics (`show(machine, what)`,
 `kubectl_read(command)`, `run_code(code)`), using no turn; `read_task`; `stop`.
 """
+
+from pipeline.registry import AgentSpec
+
+AGENTS = [AgentSpec("mcp", ".agent:MCPAgent", ".config:MCPAgentConfig")]

@@ -14,6 +14,8 @@ from collections.abc import Sequence
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    # The stdio bridge is started by a person's MCP client for each session: it imports its
+    # relay alone, not the pipeline an episode's server needs (composing, generating, labs).
     if args[:1] == ["stdio"]:
         import anyio
 

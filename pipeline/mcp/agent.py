@@ -17,6 +17,7 @@ from contextlib import contextmanager
 
 from omegaconf import DictConfig, OmegaConf
 
+from pipeline import answers
 from pipeline.agents import EpisodeEnd, Exchange, Probe, Reply
 from pipeline.core import App, Query
 from pipeline.mcp.config import MCPAgentConfig
@@ -36,7 +37,7 @@ class MCPAgent:
         # No command and no one to announce the URL to: nobody could ever play.
         self._argv = None if announce is not None else self.cfg.require_command()
         self._announce = announce
-        self._format = app.reply_format
+        self._app = app
         self._sessions: dict[str, Session] = {}
         self._lock = threading.Lock()
 
@@ -46,7 +47,7 @@ class MCPAgent:
     ) -> Iterator[EpisodeEnd]:
         session = Session(
             self.cfg,
-            self._format,
+            answers.reply_format(self._app, query),
             query,
             max_turns,
             argv=self._argv,

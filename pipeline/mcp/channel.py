@@ -1,7 +1,8 @@
 """One episode's meeting point of the runner and the MCP server: turns in, tool calls out.
 
 The runner plays turns on a worker thread; the MCP server answers the agent's tool calls
-on its event loop. A call of the app's action is the turn's reply: the runner takes it
+on its event loop. A call of the app's action (or, in a detect or localize episode, of
+`submit_answer`, pipeline/answers.py) is the turn's reply: the runner takes it
 (`exchange`), plays it, and the observation that follows is the call's result, given
 when the runner asks for the next action (or, for the last one, at `finish`). The app's
 read-only diagnostics (e.g. `show`, `run_code`, `kubectl_read`) are run by the runner too,
@@ -59,7 +60,7 @@ class _Event:
     arguments: dict[str, Any] = field(default_factory=dict)
     reason: str = ""
     result: Future[ToolResult] | None = None
-    name: str = ""  # the diagnostic's
+    name: str = ""  # the diagnostic's, or the acting tool's
 
 
 class Channel:
@@ -75,8 +76,12 @@ class Channel:
         diagnostics: Sequence[Action] = (),
         probe: Probe | None = None,
         max_diagnostics: int = 0,
+        answer: Action | None = None,
     ) -> None:
         self.action = action
+        self.answer = answer  # a second tool that acts: submit_answer (detect, localize)
+        self.acting = (action, answer) if answer is not None else (action,)
+        self.acted = action.name  # the tool of the action `exchange` returned last
         self.task = task
         self.max_turns = max_turns
         self.max_bad_calls = max_bad_calls
@@ -105,7 +110,8 @@ class Channel:
         arguments = arguments if isinstance(arguments, dict) else {}
         meta = meta or {}
         self._introduced(meta)
-        if name == self.action.name or name in {d.name for d in self.diagnostics}:
+        acts = {a.name for a in self.acting}
+        if name in acts or name in {d.name for d in self.diagnostics}:
             future = self._act(arguments, meta, started, name)
             if isinstance(future, ToolResult):
                 return future
@@ -115,7 +121,7 @@ class Channel:
         elif name == STOP_TOOL:
             result = self._stop(arguments)
         else:
-            names = (self.action.name, *(d.name for d in self.diagnostics), TASK_TOOL, STOP_TOOL)
+            names = (*acts, *(d.name for d in self.diagnostics), TASK_TOOL, STOP_TOOL)
             why = f"unknown tool '{name[:100]}'; the tools are {', '.join(names)}"
             result = self._bad_call(why)
         self._record("tool", name, arguments, meta, time.monotonic() - started, result.text)
@@ -128,7 +134,7 @@ class Channel:
         with self._lock:
             if self._closed is not None:
                 result = self._over()
-            elif name != self.action.name:
+            elif name not in {a.name for a in self.acting}:
                 if self._diagnosed >= self.max_diagnostics:
                     result = self._bad_call(
                         f"at most {self.max_diagnostics} diagnostics between two actions; "
@@ -148,8 +154,8 @@ class Channel:
                 self._waiting = Future()
                 self._turn += 1
                 self._diagnosed = 0
-                self._record("act", self.action.name, arguments, meta, started - self._since, "")
-                self._events.put(_Event("action", arguments, result=self._waiting))
+                self._record("act", name, arguments, meta, started - self._since, "")
+                self._events.put(_Event("action", arguments, result=self._waiting, name=name))
                 return self._waiting
         self._record("tool", name, arguments, meta, 0.0, result.text)
         return result
@@ -158,6 +164,7 @@ class Channel:
         data = {
             "task": self.task,
             "action": self.action.name,
+            "answer": self.answer.name if self.answer is not None else None,
             "diagnostics": [d.name for d in self.diagnostics],
             "max_diagnostics": self.max_diagnostics,
             "max_turns": self.max_turns,
@@ -169,6 +176,10 @@ class Channel:
             f"\n\n[Act with the tool {self.action.name}: each call is one turn "
             f"({data['turns_left']} of {self.max_turns} left); call {STOP_TOOL} when done."
         )
+        if self.answer is not None:
+            note += (
+                f" End with your answer: call {self.answer.name} (one turn; it ends the episode)."
+            )
         if self.diagnostics:
             looks = ", ".join(d.name for d in self.diagnostics)
             note += f" Look first with {looks} (no turn used; {self.max_diagnostics} per turn)."
@@ -276,6 +287,7 @@ class Channel:
             if event.kind == "action":
                 with self._lock:
                     self._playing = event.result
+                    self.acted = event.name or self.action.name
                 return event.arguments, self.take_calls()
             if event.kind == "stop":
                 raise AgentStopped(event.reason, calls=self.take_calls())

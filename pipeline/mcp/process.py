@@ -26,7 +26,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from emulators.cgroup import MemoryCgroup
+from pipeline.cgroup import MemoryCgroup
 from pipeline.errors import AgentFailure, AgentStopped, EnvironmentFailure
 
 PIDS = 1024  # tasks the agent's cgroup may hold at once

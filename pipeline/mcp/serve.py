@@ -15,9 +15,15 @@ import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
+from pipeline.build import cell_from_config, layout, make_app
+from pipeline.config import compose
 from pipeline.core import StepResult, StepStatus
 from pipeline.errors import ConfigError
+from pipeline.generate import generate, read_queries
+from pipeline.mcp.agent import MCPAgent
 from pipeline.mcp.config import MCPAgentConfig
+from pipeline.runner import play
+from pipeline.scoring import judge
 
 OWN_KEYS = ("index", "query", "turn_timeout_s", "episode_timeout_s")
 
@@ -36,26 +42,20 @@ def split_arguments(argv: Sequence[str]) -> tuple[list[str], dict[str, str]]:
 
 def serve(argv: Sequence[str], out: TextIO = sys.stdout) -> dict[str, Any]:
     """Play one episode with a person's MCP client; print and return its verdict."""
-    from pipeline.build import cell_from_config, layout, make_app
-    from pipeline.config import compose
-    from pipeline.generate import generate, read_queries
-    from pipeline.mcp.agent import MCPAgent
-    from pipeline.runner import play
-    from pipeline.scoring import judge
 
     overrides, own = split_arguments(argv)
     index = _integer(own.get("index", "0"), "index")
+    agent_cfg = MCPAgentConfig(  # checked before any query is generated
+        name="person",
+        turn_timeout_s=_seconds(own.get("turn_timeout_s", "1800"), "turn_timeout_s"),
+        episode_timeout_s=_seconds(own.get("episode_timeout_s", "14400"), "episode_timeout_s"),
+    )
+    agent_cfg.validate()
     cfg = compose([*overrides, f"queries={index + 1}"] if "query" not in own else overrides)
     app = make_app(cfg)
     generate(cfg, app)
     queries = read_queries(layout(cfg).queries(cell_from_config(cfg)))
     query = _pick(queries, index, own.get("query"))
-    agent_cfg = MCPAgentConfig(
-        name="person",
-        turn_timeout_s=float(own.get("turn_timeout_s", 1800)),
-        episode_timeout_s=float(own.get("episode_timeout_s", 4 * 3600)),
-    )
-    agent_cfg.validate()
 
     def announce(url: str) -> None:
         print(f"query {query.query_id}: MCP server (streamable HTTP) at\n  {url}", file=out)
@@ -68,7 +68,7 @@ def serve(argv: Sequence[str], out: TextIO = sys.stdout) -> dict[str, Any]:
 
     agent = MCPAgent(agent_cfg, app, announce=announce)
     with app.environment() as env:
-        rows = play(env, agent, query, cell_from_config(cfg))
+        rows = play(env, agent, query, cell_from_config(cfg), app)
     steps = [
         StepResult(
             r["action"],
@@ -77,6 +77,7 @@ def serve(argv: Sequence[str], out: TextIO = sys.stdout) -> dict[str, Any]:
             json.loads(r["evidence"]),
             error=r["error"],
             exec_s=r["exec_s"],
+            answer=json.loads(r["answer"]) if r["answer"] else None,
         )
         for r in rows
     ]
@@ -91,6 +92,13 @@ def serve(argv: Sequence[str], out: TextIO = sys.stdout) -> dict[str, Any]:
     }
     print(json.dumps(result), file=out, flush=True)
     return result
+
+
+def _seconds(value: str, key: str) -> float:
+    try:
+        return float(value)
+    except ValueError:
+        raise ConfigError(f"{key}={value!r} is not a number of seconds (e.g. {key}=600)") from None
 
 
 def _integer(value: str, key: str) -> int:

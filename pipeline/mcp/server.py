@@ -35,9 +35,13 @@ _NO_ARGUMENTS = {"type": "object", "properties": {}, "additionalProperties": Fal
 
 
 def tools(
-    action: Action, diagnostics: Sequence[Action] = (), max_diagnostics: int = 0
+    action: Action,
+    diagnostics: Sequence[Action] = (),
+    max_diagnostics: int = 0,
+    answer: Action | None = None,
 ) -> list[types.Tool]:
-    """The tools an episode serves: the app's action, its diagnostics, read_task and stop."""
+    """The tools an episode serves: the app's action (and submit_answer in a detect or
+    localize episode), its diagnostics, read_task and stop."""
     looks = [
         types.Tool(
             name=d.name,
@@ -56,6 +60,17 @@ def tools(
                 "what the environment shows next."
             ),
             input_schema=action.parameters,
+        ),
+        *(
+            [
+                types.Tool(
+                    name=answer.name,
+                    description=f"{answer.description} It is one turn, the last.",
+                    input_schema=answer.parameters,
+                )
+            ]
+            if answer is not None
+            else []
         ),
         *looks,
         types.Tool(
@@ -80,7 +95,7 @@ def tools(
 def tool_server(channel: Channel) -> Server[Any]:
     """The MCP server whose tools act on `channel`."""
     listed = types.ListToolsResult(
-        tools=tools(channel.action, channel.diagnostics, channel.max_diagnostics)
+        tools=tools(channel.action, channel.diagnostics, channel.max_diagnostics, channel.answer)
     )
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:

@@ -9,6 +9,8 @@ agent's program with the task and the server's address in its environment:
     NETGAUGE_MCP_ARGV           line), and the same as a JSON list of words
     NETGAUGE_TASK_FILE          a file holding the task (also the `read_task` tool)
     NETGAUGE_ACTION             the name of the tool that acts (e.g. run_command)
+    NETGAUGE_ANSWER             detect, localize: the tool that answers (submit_answer),
+                                else empty; NETGAUGE_TASK the task kind (mitigate, ...)
     NETGAUGE_DIAGNOSTICS        the read-only tools, comma-separated (e.g. show; may be empty)
     NETGAUGE_MAX_TURNS          the turn budget: calls of that tool
     NETGAUGE_TURN_TIMEOUT_S     the time limits (agent.turn_timeout_s, episode_timeout_s)
@@ -28,10 +30,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from pipeline import answers
 from pipeline.agents import EpisodeEnd, Probe, Reply
 from pipeline.config import ROOT
 from pipeline.core import Query, ReplyFormat, diagnostics
 from pipeline.errors import AgentFailure
+from pipeline.heartbeat import waiting
 from pipeline.mcp import bridge
 from pipeline.mcp.channel import Channel
 from pipeline.mcp.config import MCPAgentConfig
@@ -80,6 +84,7 @@ class Session:
             diagnostics=diagnostics(self._format),
             probe=self._probe,
             max_diagnostics=cfg.max_diagnostics,
+            answer=getattr(self._format, "answer_action", None),
         )
         server = self._stack.enter_context(HttpServer(tool_server(self._channel)))
         self._deadline = time.monotonic() + cfg.episode_timeout_s
@@ -104,6 +109,10 @@ class Session:
             "NETGAUGE_MCP_TRANSPORT": cfg.transport,
             "NETGAUGE_TASK_FILE": str(task_file),
             "NETGAUGE_ACTION": self._format.action.name,
+            "NETGAUGE_ANSWER": self._channel.answer.name
+            if self._channel is not None and self._channel.answer is not None
+            else "",
+            "NETGAUGE_TASK": self.query.task,
             "NETGAUGE_DIAGNOSTICS": ",".join(d.name for d in looks),
             "NETGAUGE_MAX_TURNS": str(self.max_turns),
             "NETGAUGE_TURN_TIMEOUT_S": str(cfg.turn_timeout_s),
@@ -126,11 +135,12 @@ class Session:
         if left < timeout:
             timeout = max(0.0, left)
             why = f"the episode's limit agent.episode_timeout_s={cfg.episode_timeout_s} s passed"
-        arguments, calls = self._channel.exchange(observation, timeout, why, self._gone)
+        with waiting(f"the MCP agent's next action ({self.query.query_id})"):
+            arguments, calls = self._channel.exchange(observation, timeout, why, self._gone)
         prompt = [c["prompt_tokens"] for c in calls if c["prompt_tokens"] is not None]
         completion = [c["completion_tokens"] for c in calls if c["completion_tokens"] is not None]
         return Reply(
-            self._format.render(arguments),
+            answers.render_call(self._format, self._channel.acted, arguments),
             prompt_tokens=sum(prompt) if prompt else None,
             completion_tokens=sum(completion) if completion else None,
             calls=calls,

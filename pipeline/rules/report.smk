@@ -15,4 +15,4 @@ rule report:
     log:
         str(NG.root / "logs" / "report" / f"{NG.plan.name}.log"),
     shell:
-        "{STAGE_CMD} report --grid {params.grid} --data-dir {params.data} > {log} 2>&1"
+        "{ANALYSIS_CMD} --data-dir {params.data} report --grid {params.grid} > {log} 2>&1"

@@ -14,4 +14,4 @@ rule summarize:
     log:
         str(NG.root / "logs" / "summarize" / f"{NG.plan.name}.log"),
     shell:
-        "{STAGE_CMD} summarize --grid {params.grid} --data-dir {params.data} > {log} 2>&1"
+        "{ANALYSIS_CMD} --data-dir {params.data} summarize --grid {params.grid} > {log} 2>&1"

@@ -14,3 +14,10 @@ torch or vllm. `kind: vllm_cpu` models use the CPU engine in `.venv-vllm`
 (scripts/setup.d/10-vllm.sh), `kind: vllm` models GPU vLLM in `.venv-vllm-gpu`, which
 scripts/setup.d/15-vllm-gpu.sh installs where `nvidia-smi -L` lists a GPU.
 """
+
+from pipeline.registry import BenchSpec
+
+BENCHES = [
+    BenchSpec("serving", ".bench:bench", default=True),
+    BenchSpec("binding", ".bench:binding", default=True),
+]

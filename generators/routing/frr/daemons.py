@@ -28,10 +28,11 @@ import subprocess
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from emulators.jail import bwrap_path
 from emulators.netcmd.vtysh import VTYSH_CONF
-from pipeline.errors import EnvironmentFailure
+from pipeline.api import EnvironmentFailure
 
 FRR_LIB = Path("/usr/lib/frr")
 CAPS = ("CAP_NET_ADMIN", "CAP_NET_RAW", "CAP_NET_BIND_SERVICE", "CAP_SYS_ADMIN",
@@ -40,6 +41,9 @@ BASE = Path("/run/netgauge-frr")
 # The trusted vtysh: no history file (vtysh appends its -c lines to ~/.history_frr).
 HOST_VTYSH = ("vtysh", "-H", "/dev/null", "--vty_socket")
 START_S = 10.0  # how long a daemon may take to open its vty socket
+# vtysh's output, decoded with replacement: FRR keeps whatever bytes it was told (a
+# `neighbor ... description` holding 0xFF), and no such byte may break a later read.
+READ_BACK: dict[str, Any] = {"encoding": "utf-8", "errors": "replace"}
 
 
 def installed() -> str | None:
@@ -200,7 +204,7 @@ class RouterDaemons:
             for command in commands:
                 argv += ["-c", command]
             procs[router] = subprocess.Popen(
-                argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+                argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **READ_BACK
             )
         deadline = time.monotonic() + timeout_s
         outs = {}
@@ -226,7 +230,7 @@ class RouterDaemons:
         for command in commands:
             argv += ["-c", command]
         try:
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
+            done = subprocess.run(argv, capture_output=True, timeout=timeout_s, **READ_BACK)
         except subprocess.TimeoutExpired as err:
             raise EnvironmentFailure(f"vtysh on {router} timed out: {commands}") from err
         if done.returncode != 0:

@@ -26,10 +26,10 @@ from generators.routing.checks import Connectivity
 from generators.routing.episode import ProbedEpisode
 from generators.routing.faults import Fault
 from generators.routing.frr.generator import FrrPool
+from generators.routing.frr.intent import summary
 from generators.routing.frr.lab import FrrLab
 from generators.routing.frr.topology import FrrTopology
-from pipeline.core import Query
-from pipeline.errors import EnvironmentFailure
+from pipeline.api import EnvironmentFailure, Query
 
 
 def build_prompt(topo: FrrTopology, max_turns: int, protocols: tuple[str, ...]) -> str:
@@ -51,7 +51,10 @@ def build_prompt(topo: FrrTopology, max_turns: int, protocols: tuple[str, ...]) 
             "Something is broken: some hosts cannot reach each other. Find the problems and "
             f"fix them so that every host reaches every other host ({traffic}; an echo on "
             "port 7 for TCP and UDP). Routing is done by FRR: fix the routing protocols' "
-            "configuration where it is wrong, and anything else on the path.",
+            "configuration where it is wrong, and anything else on the path. The checks read "
+            "the routing state too: every adjacency and session of the network described "
+            "above must be up, each subnet learned by the protocol meant to carry it, and no "
+            "static route added; traffic carried by static routes does not count as a repair.",
             "",
             f"{REPLY_FORMAT} The command runs on that machine only, without a shell. On the "
             "routers, `vtysh -c 'LINE' [-c 'LINE' ...]` talks to FRR, the lines in order as "
@@ -69,6 +72,16 @@ def build_prompt(topo: FrrTopology, max_turns: int, protocols: tuple[str, ...]) 
 
 
 def render(now: Connectivity, blind: bool) -> str:
+    shown = _traffic(now, blind)
+    if now.full and now.gaps:
+        shown += (
+            "\nAll required traffic works, but not as the routing protocols of the network "
+            f"described should carry it: {summary(now.gaps)}."
+        )
+    return shown
+
+
+def _traffic(now: Connectivity, blind: bool) -> str:
     if not blind:
         return now.render()
     lines = []
@@ -119,12 +132,12 @@ class FrrEpisode(ProbedEpisode):
 def frr_episode(pool: FrrPool, query: Query, max_turns: int) -> Iterator[FrrEpisode]:
     """The episode of an FRR query on a reset lab of its topology, faults injected."""
     topo = FrrTopology.from_name(query.env_key)
-    lab = pool.get(topo)
-    lab.inject([Fault.from_json(f) for f in query.ground_truth["faults"]])
-    first = lab.wait_broken()
-    if first.full:
-        raise EnvironmentFailure(
-            f"{query.query_id}: the injected faults left every pair reachable; they were "
-            "validated when generated, so this network behaves differently"
-        )
-    yield FrrEpisode(query, lab, first, max_turns)
+    with pool.use(topo) as lab:
+        lab.inject([Fault.from_json(f) for f in query.ground_truth["faults"]])
+        first = lab.wait_broken()
+        if first.full:
+            raise EnvironmentFailure(
+                f"{query.query_id}: the injected faults left every pair reachable; they were "
+                "validated when generated, so this network behaves differently"
+            )
+        yield FrrEpisode(query, lab, first, max_turns)

@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping
 
 from generators.routing.faults import Fault
 from generators.routing.frr.topology import ASNS, DEAD, HELLO, FrrTopology
-from pipeline.querygen import weighted_choice
+from pipeline.api import weighted_choice
 
 OSPF = ("ospf_area", "ospf_timers", "ospf_passive", "ospf_network")
 BGP = ("bgp_neighbor", "bgp_remote_as", "bgp_filter", "bgp_network")

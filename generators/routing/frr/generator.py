@@ -8,7 +8,8 @@ each on routers the others left where possible. Validation, on a lab of that top
   2. all together must break one, still after the final settle window: a null agent fails;
   3. the oracle's fixes, sent through the command sandbox like an agent's, must each run
      cleanly and never make a working flow fail, and the network must end with every flow
-     working, still after the final window (durable).
+     working and the whole intended protocol state (frr/intent.py), still after the final
+     window (durable).
 The faults' order of fixing is tried as drawn, then reversed. The key is the topology and
 the faults as injected (generators/routing/generator.py's fault_key, a free number
 counting once), so seeds and repeats behave as on levels 1-3.
@@ -16,18 +17,21 @@ counting once), so seeds and repeats behave as on levels 1-3.
 
 from __future__ import annotations
 
+import logging
 import random
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from emulators.netcmd.sandbox import Status
-from generators.routing.faults import Fault
+from generators.routing.faults import Fault, InjectionFailed
 from generators.routing.frr.faults import DRAW, draw_types
 from generators.routing.frr.lab import FrrLab
 from generators.routing.frr.topology import FrrTopology
-from pipeline.errors import EnvironmentFailure
+from pipeline.api import EnvironmentFailure
 
+log = logging.getLogger(__name__)
 FRR_LEVELS = (4, 5)
 SIZES = {"small": (3, 4), "medium": (4, 5), "large": (5, 6)}  # routers at L4, L5
 
@@ -67,8 +71,11 @@ class FrrPool:
         if lab is not None and fresh and lab.used:
             try:
                 lab.reset()
-            except EnvironmentFailure:
+            except BaseException as err:  # whatever the reset raised: never reused
                 lab.close()
+                if not isinstance(err, Exception):
+                    raise
+                log.warning("rebuilding %s: %s: %s", topo.name, type(err).__name__, err)
                 lab = None
         if lab is None:
             while len(self._live) >= self.max_live:
@@ -80,15 +87,35 @@ class FrrPool:
         self._live[topo.name] = lab
         return lab
 
+    @contextmanager
+    def use(self, topo: FrrTopology) -> Iterator[FrrLab]:
+        """`get` for one episode: a lab whose episode raised anything is closed and
+        dropped, never reused (as LabPool.use)."""
+        lab = self.get(topo)
+        try:
+            yield lab
+        except BaseException:
+            if self._live.get(topo.name) is lab:
+                del self._live[topo.name]
+            lab.close()
+            raise
+
     def dirty(self, topo: FrrTopology) -> None:
         """Mark the lab of `topo` as needing a reset before its next use."""
         if topo.name in self._live:
             self._live[topo.name].used = True
 
     def close(self) -> None:
+        """Close every live lab, each even when closing another raised (as LabPool.close)."""
+        errors = []
         while self._live:
             _, lab = self._live.popitem()
-            lab.close()
+            try:
+                lab.close()
+            except Exception as err:  # raised below, after the others
+                errors.append(err)
+        if errors:
+            raise errors[0]
 
     def __enter__(self) -> FrrPool:
         return self
@@ -117,11 +144,12 @@ def _fix(lab: FrrLab, faults: list[Fault]) -> list[dict[str, str]] | str:
             lost = after.lost_since(before)
             if lost:
                 return f"oracle command `{command}` broke {lost}"
-            if after.full:
+            if after.repaired:
                 return used
             before = after
     failing = {p: len(r.failed) for p, r in before.by_protocol.items() if not r.full}
-    return f"after every fix these flows still fail: {failing}"
+    gaps = [g.what for g in before.gaps or ()][:3]
+    return f"after every fix these flows still fail: {failing}; protocol state lacking: {gaps}"
 
 
 def _undo(lab: FrrLab, fault: Fault) -> bool:
@@ -140,8 +168,6 @@ def validate(
     """(the oracle's commands, faults in fixing order) if the draw is valid, else why not.
     One reset per order tried; between the single-fault checks a fault is undone by its
     own fix (a fix that does not bring the network back rejects the draw)."""
-    from generators.routing.environment import InjectionFailed
-
     try:
         lab = pool.get(topo)
         if len(faults) > 1:

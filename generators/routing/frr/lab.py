@@ -22,11 +22,18 @@ come up minutes after the change that fixed it, and the verdict would depend on 
 the fault had lasted and how fast the machine ran. A retried peer counts as settling until
 its attempt has been made (it left Idle or sent a message), so a fix is seen working and a
 session still wrong is seen failing again, on an idle or a loaded machine alike.
+
+What a settled state is judged on is the hosts' traffic and the protocol state of the
+intended network (generators/routing/frr/intent.py: adjacencies, sessions, which protocol
+each route is learned by, no static routes), both read after the same quiet window, so
+the final window's durability holds for either. The intended state's kernel routes are
+the lab's own before any daemon ran, recorded once when it is built (a reset restores
+exactly that snapshot); a (re)started healthy network must show the whole intended state
+before it counts as converged, so the intent and the lab can never drift apart unseen.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,11 +43,12 @@ from typing import Any, Self
 from emulators.base import EMULATORS, Reachability
 from emulators.netcmd.sandbox import CommandSandbox
 from emulators.probe import PROTOCOLS, Flow
-from generators.routing.checks import Connectivity
-from generators.routing.faults import Fault
+from generators.routing.checks import Connectivity, Gap
+from generators.routing.faults import Fault, InjectionFailed
+from generators.routing.frr import intent
 from generators.routing.frr.daemons import RouterDaemons, cleanup_stale
 from generators.routing.frr.topology import DEAD, FrrTopology
-from pipeline.errors import EnvironmentFailure
+from pipeline.api import EnvironmentFailure
 
 CONVERGE_S = 40.0  # longest wait for the healthy network to work after a (re)start
 SETTLE_MAX_S = 30.0  # longest wait for the routing state to stop changing
@@ -77,6 +85,8 @@ class FrrLab:
         self.sandbox: CommandSandbox | None = None
         self.resets: list[float] = []
         self.used = False  # changed since the last (re)start: reset before reuse
+        self.intent = intent.Intent.of(topo)
+        self._baseline: dict[str, frozenset[str]] = {}  # device -> its kernel routes
 
     def __enter__(self) -> Self:
         backend = type(self.emu)
@@ -86,6 +96,10 @@ class FrrLab:
         try:
             self.emu.build(self.topo.lab())
             self.emu.snapshot()
+            self._baseline = {
+                d: frozenset(map(intent.route_key, routes))
+                for d, routes in self._kernel_routes().items()
+            }
             self.daemons = RouterDaemons(
                 self.emu.prefix, self.topo.frr_routers, self.topo.daemons(), self.emu.netns_path
             )
@@ -110,9 +124,12 @@ class FrrLab:
         self.close()
 
     def close(self) -> None:
-        if self.daemons is not None:
-            self.daemons.remove()
-        self.emu.stop()
+        """Stop the daemons and the lab, the lab even when stopping the daemons fails."""
+        try:
+            if self.daemons is not None:
+                self.daemons.remove()
+        finally:
+            self.emu.stop()
 
     def _start(self) -> None:
         assert self.daemons is not None
@@ -133,13 +150,19 @@ class FrrLab:
                 time.sleep(POLL_S / 3)
                 continue
             now = self.observe()
-            if now.full:
+            gaps = self.protocol_gaps() if now.full else ()
+            if now.full and not gaps:
                 return
             if time.monotonic() > deadline:
                 failing = {p: len(r.failed) for p, r in now.by_protocol.items() if not r.full}
                 raise EnvironmentFailure(
                     f"{self.topo.name}: the healthy FRR network did not converge within "
                     f"{CONVERGE_S:g} s; failing: {failing}"
+                    + (
+                        f"; lacking its intended state: {[g.what for g in gaps[:3]]}"
+                        if gaps
+                        else ""
+                    )
                 )
             time.sleep(POLL_S)
 
@@ -177,6 +200,37 @@ class FrrLab:
                 )
                 by_protocol[protocol] = Reachability(devices, ok)
         return Connectivity(by_protocol)
+
+    def state(self) -> Connectivity:
+        """The hosts' traffic (`observe`) and the gaps to the intended protocol state."""
+        now = self.observe()
+        return Connectivity(now.by_protocol, self.protocol_gaps())
+
+    def protocol_gaps(self) -> tuple[Gap, ...]:
+        """What of the intended protocol state the lab lacks now (intent.py): one vtysh
+        round on the routers, one `ip route` round on every device."""
+        assert self.daemons is not None
+        commands = ["show ip ospf neighbor detail json", "show ip route json"]
+        if self.topo.level == 5:
+            commands.append("show bgp summary json")
+        outs = self.daemons.vtysh_all(self.topo.frr_routers, commands)
+        readings = {r: intent.RouterReading.parse(out) for r, out in outs.items()}
+        return intent.gaps(self.intent, readings, self._kernel_routes(), self._baseline)
+
+    def _kernel_routes(self) -> dict[str, list[dict[str, Any]]]:
+        """Every device's IPv4 routes, every table."""
+        outs = self.emu._shell({d: "ip -j -4 route show table all" for d in self.topo.machines})
+        routes = {}
+        for device, (code, out) in outs.items():
+            try:
+                if code != 0:
+                    raise ValueError(f"exit {code}")
+                routes[device] = intent.kernel_routes(out)
+            except ValueError as err:
+                raise EnvironmentFailure(
+                    f"reading the routes of {device}: {err}: {out[:200]}"
+                ) from err
+        return routes
 
     def routing_state(self) -> tuple[str, bool]:
         """(a digest of every router's kernel routes and neighbour states, whether a
@@ -233,7 +287,8 @@ class FrrLab:
         retried: dict[tuple[str, str], BgpPeer] | None = None,
     ) -> Connectivity:  # fmt: skip
         """Wait until the routing state stayed the same for `window_s` (and every
-        `retried` peer has made its attempt), then probe."""
+        `retried` peer has made its attempt), then probe the traffic and read the gaps to
+        the intended protocol state."""
         deadline = time.monotonic() + SETTLE_MAX_S
         last, since, samples = None, time.monotonic(), 0
         waiting = dict(retried or {})
@@ -252,7 +307,7 @@ class FrrLab:
                 # A quiet window counts only when it was sampled: on a starved machine the
                 # clock runs while neither the daemons nor this poller do.
                 if time.monotonic() - since >= window_s and samples >= MIN_QUIET_SAMPLES:
-                    return self.observe()
+                    return self.state()
             time.sleep(POLL_S)
         raise EnvironmentFailure(
             f"{self.topo.name}: the routing state kept changing for {SETTLE_MAX_S:g} s"
@@ -282,8 +337,6 @@ class FrrLab:
     def inject(self, faults: Sequence[Fault]) -> None:
         """Run the faults' injections: vtysh through the router's own socket, other
         argv on the device. One that fails is an EnvironmentFailure (InjectionFailed)."""
-        from generators.routing.environment import InjectionFailed
-
         assert self.daemons is not None
         for fault in faults:
             for machine, argv in fault.inject:
@@ -321,7 +374,7 @@ def _bgp_peers(router: str, out: str) -> dict[tuple[str, str], BgpPeer]:
     """The peers in a router's `show bgp summary json` (within vtysh's concatenated
     replies): {(router, address): BgpPeer}."""
     peers = {}
-    for value in _json_values(out):
+    for value in intent.json_documents(out):
         unicast = value.get("ipv4Unicast") if isinstance(value, dict) else None
         if not isinstance(unicast, dict) or not isinstance(unicast.get("peers"), dict):
             continue
@@ -335,28 +388,11 @@ def _bgp_peers(router: str, out: str) -> dict[tuple[str, str], BgpPeer]:
     return peers
 
 
-def _json_values(out: str) -> list[Any]:
-    """The JSON documents vtysh printed one after another (-c per command)."""
-    values = []
-    decoder = json.JSONDecoder()
-    text, pos = out.strip(), 0
-    while pos < len(text):
-        try:
-            value, end = decoder.raw_decode(text, pos)
-        except json.JSONDecodeError:
-            break
-        values.append(value)
-        pos = end
-        while pos < len(text) and text[pos].isspace():
-            pos += 1
-    return values
-
-
 def _neighbour_states(out: str) -> str:
     """The neighbour states in vtysh's JSON replies, one per line (the rest ignored:
     timers and counters change every second)."""
     states: list[str] = []
-    for value in _json_values(out):
+    for value in intent.json_documents(out):
         _collect_states(value, states)
     return "\n".join(sorted(set(states)))
 

@@ -225,8 +225,9 @@ class FrrTopology:
             ]
         lines.append("")
         for i in self.rs:
+            asn = f" (AS {self.asn(i)})" if self.level == 5 else ""  # level 4 has no BGP
             lines.append(
-                f"  r{i} (AS {self.asn(i)}): LAN {self.lan(i)} on {self.lan_intf(i)} "
+                f"  r{i}{asn}: LAN {self.lan(i)} on {self.lan_intf(i)} "
                 f"(r{i} 10.0.{i}.1, host h{i} 10.0.{i}.2)"
             )
         for k in range(1, self.routers):

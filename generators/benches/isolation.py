@@ -5,10 +5,10 @@ straight in the device's or API server's network namespace, as root) and jailed 
 agents' actions run now), with the ratio jailed / bare:
 
   - a lab command (`ip -br addr` on a Mininet router), through emulators/netcmd; and one
-    that adds a route, with and without the count of the device's routes before it;
+    that adds a route, with and without the count of the device's objects around it;
   - a kubectl command (`kubectl get networkpolicies`) against an emulated cluster.
 
-    python -m pipeline.isolation_bench     # or: python -m pipeline.bench --only isolation
+    python -m generators.benches.isolation     # or: python -m pipeline.bench --only isolation
 """
 
 from __future__ import annotations
@@ -21,6 +21,13 @@ import sys
 import time
 from collections.abc import Callable
 from typing import Any
+
+from emulators.k8s.cluster import EmulatedCluster
+from emulators.k8s.kubectl import parse
+from emulators.mininet.emulator import MininetEmulator
+from emulators.netcmd.sandbox import CommandSandbox
+from generators.k8s import boutique
+from generators.routing.topology import RoutingTopology
 
 
 def _median_ms(action: Callable[[], object], runs: int, warmup: int = 3) -> float:
@@ -35,10 +42,6 @@ def _median_ms(action: Callable[[], object], runs: int, warmup: int = 3) -> floa
 
 
 def lab_command(runs: int = 60) -> dict[str, Any]:
-    from emulators.mininet.emulator import MininetEmulator
-    from emulators.netcmd.sandbox import CommandSandbox
-    from generators.routing.topology import RoutingTopology
-
     topo = RoutingTopology(2, 1)
     with MininetEmulator() as emu:
         emu.build(topo.lab())
@@ -48,7 +51,7 @@ def lab_command(runs: int = 60) -> dict[str, Any]:
             runs,
         )
         jailed = _median_ms(lambda: sandbox.run("r0", "ip -br addr"), runs)
-        # A command that adds (a route) has the device's routes counted first.
+        # A command that changes state has the device's objects counted before and after it.
         add = "ip route replace 10.9.0.0/24 dev r0-eth1"
         counted = _median_ms(lambda: sandbox.run("r0", add), runs)
         sandbox._netns = None  # the same sandbox without the count
@@ -60,10 +63,6 @@ def lab_command(runs: int = 60) -> dict[str, Any]:
 
 
 def kubectl_command(runs: int = 30) -> dict[str, Any]:
-    from emulators.k8s.cluster import EmulatedCluster
-    from emulators.k8s.kubectl import parse
-    from generators.k8s import boutique
-
     cmd = parse("kubectl get networkpolicies")
     with EmulatedCluster(boutique.cluster_objects(), boutique.intended_policies()) as cluster:
         client = cluster.client

@@ -16,12 +16,16 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import duckdb
 import pyarrow as pa
 
-from pipeline.cells import data_root
+from pipeline.config import data_root
+from pipeline.datadir import ensure_layout
 from pipeline.records import SCHEMAS
+
+if TYPE_CHECKING:
+    import duckdb
 
 RESULT_TABLES = ("queries", "episodes", "steps")
 _IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]*$")
@@ -34,7 +38,9 @@ def _shard_glob(folder: Path) -> str:
 
 def connect(data_dir: str | Path = "data") -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with one view per results table."""
-    from pipeline.datadir import ensure_layout
+    # DuckDB takes 0.1 s to import: only processes that read results load it, not every one
+    # that composes a config (failure-driven sampling reaches here from config validation).
+    import duckdb
 
     ensure_layout(data_root(data_dir))
     root = data_root(data_dir) / "results"

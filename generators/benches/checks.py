@@ -8,26 +8,30 @@ machine's load falls on both. Each query's lab is made ready (built, or reset) b
 clock starts, so the figures are the episodes' own: the agent's commands, the probes after
 each step, the evidence. `prober_vs_fping` times a healthy lab's all-pairs reachability both
 ways on the same lab: the in-process prober and one `fping` per device as before.
+
+    python -m pipeline.bench --only checks     # the `bench` below
 """
 
 from __future__ import annotations
 
+import os
 import shlex
+import shutil
 import statistics
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
-from pipeline.core import App, Query
+from emulators.mininet.emulator import MininetEmulator
+from generators.routing.topology import RoutingTopology
+from pipeline.api import App, Query, load_app
 
 OFF = {"routing": "[icmp]", "netllmbench": "[]"}
 
 
 def _app(name: str, overrides: Sequence[str] = ()) -> App:
-    from pipeline.build import make_app
-    from pipeline.config import compose
-
-    return make_app(compose([f"app={name}", *overrides]))
+    return load_app(f"app={name}", *overrides)
 
 
 def _play(app: App, env: Any, query: Query, agent: str) -> float:
@@ -68,14 +72,8 @@ def episode_seconds(
 
 def prober_vs_fping(subnets: int = 8, hosts: int = 4, repeats: int = 10) -> dict[str, Any]:
     """All-pairs reachability of a healthy routing lab: the prober vs fping, median s."""
-    import shutil
-
-    from emulators.mininet.emulator import MininetEmulator
-
     if shutil.which("fping") is None:
         return {"prober_vs_fping": "skipped: fping is not installed"}
-    from generators.routing.topology import RoutingTopology
-
     topo = RoutingTopology(subnets, hosts)
     with MininetEmulator() as emu:
         emu.build(topo.lab())
@@ -104,3 +102,24 @@ def _fping_all_pairs(emu: Any) -> None:
         argv = ["fping", "-a", "-i", "1", "-B", "1", "-t", "250", "-r", "1", *targets]
         scripts[src] = f"{shlex.join(argv)} 2>/dev/null"
     emu._shell(scripts, 30.0)
+
+
+def bench(data: Path) -> dict[str, Any]:
+    """For each lab app of $NETGAUGE_BENCH_APPS (routing, netllmbench) and level of
+    $NETGAUGE_BENCH_LEVELS (1,2,3): the first T queries of seed 0 ($NETGAUGE_BENCH_TIMED, 10)
+    played by the oracle and the null agent with the checks on and off (`episode_seconds`);
+    and for routing the prober against fping. Needs root; the queries are validated on live
+    labs when drawn."""
+    timed = int(os.environ.get("NETGAUGE_BENCH_TIMED", "10"))
+    wanted = os.environ.get("NETGAUGE_BENCH_APPS", ",".join(OFF)).split(",")
+    levels = [int(v) for v in os.environ.get("NETGAUGE_BENCH_LEVELS", "1,2,3").split(",")]
+    apps = [app for app in wanted if app in OFF]
+    figures: dict[str, Any] = {}
+    if "routing" in apps:
+        figures.update(prober_vs_fping())
+    for app in apps:
+        for level in levels:
+            queries = list(_app(app, [f"level={level}"]).generate(level, 0, timed))
+            checks = episode_seconds(app, queries)
+            figures.update({f"{app}_L{level}_checks_{k}": v for k, v in checks.items()})
+    return figures

@@ -1,0 +1,6 @@
+"""The FRR labs' fault catalogue: one module per family, each registering its kinds.
+
+kinds.py fixes the contract (FaultKind, Fault, Injection, Evidence, Cause, the registry).
+Every family module (ospf, bgp, dataplane, l2, services, benign) is imported here, so the
+registry is complete as soon as any module of this package is imported.
+"""
