@@ -27,6 +27,8 @@ from generators.malt.plancheck import base_of
 from generators.malt.scoring import score
 from generators.malt.topology import synthetic_topology
 from pipeline.core import StepResult, StepStatus, canonical_json
+from pipeline.errors import ConfigError
+from pipeline.plan import load_plan
 
 SMALL = TopologyConfig(source="synthetic", seed=5, **SIZES["small"])
 COUNT = 20  # per level
@@ -223,3 +225,13 @@ def test_operations_and_weights_select_the_new_templates(gen):
     weights = {"expand_lexicographic": 0.0}
     aimed = Counter(q.operation for q in gen.generate(8, 2, 12, weights=weights))
     assert set(aimed) == {"drain_blast_radius"}, aimed
+
+
+def test_a_grid_asking_levels_6_to_8_for_a_diagnosis_task_is_refused(tmp_path):
+    # malt offers mitigate only (its README says why); `tasks` set on a grid whose file has
+    # no such key (smoke), as `snakemake --config tasks=[...]` sets it. Refused before any
+    # cell is made (a cell would measure each level's capacity: minutes for levels 6-8).
+    axes = {"apps": ["malt"], "levels": [6, 7, 8], "tasks": ["mitigate", "localize"]}
+    with pytest.raises(ConfigError, match=r"app malt does not offer task localize; it offers "
+                       r"mitigate \(or leave the pair out: exclude"):  # fmt: skip
+        load_plan("smoke", tmp_path, axes=axes)

@@ -35,6 +35,10 @@ APP = AppSpec(
     config=".config:MaltConfig",
     version=APP_VERSION,
     levels=(1, 2, 3, 4, 5, 6, 7, 8),  # 4-8: capacity plans (plan*.py; 6-8 coupled*.py)
+    # Only mitigate (do the change, or the plan, that is asked): a MALT query is a request on
+    # a healthy graph, with no injected fault for detect to find or localize to name (README
+    # "Task kinds"); a grid asking malt for either is refused with this list.
+    tasks=("mitigate",),
     benches=(
         BenchSpec("malt", ".bench:bench", default=True),
         BenchSpec("malt_verdicts", ".bench:verdicts"),
