@@ -50,10 +50,10 @@ from pipeline.diagnosis import (
     truth_causes,
 )
 from pipeline.errors import ConfigError
+from pipeline.untrusted import first_object
 
 ANSWER_TOOL = "submit_answer"
 MAX_ANSWER_CHARS = 64 << 10  # replies longer than this are never read as answers
-MAX_JSON_TRIES = 64  # places tried as the start of the first JSON object
 # The statuses of a step whose action ran (pipeline/play.py: READING, the same).
 _ACTING = (StepStatus.OK, StepStatus.EXEC_ERROR, StepStatus.TIMEOUT, StepStatus.RESOURCE_LIMIT)
 
@@ -78,24 +78,6 @@ def answer_spec(app: App, query: Query) -> AnswerSpec | None:
             "vocabulary(level): the causes an answer names need one"
         )
     return AnswerSpec(query.task, words)
-
-
-def first_object(text: str) -> dict[str, Any] | None:
-    """The first JSON object in `text` (at most MAX_JSON_TRIES starts tried: linear)."""
-    decoder = json.JSONDecoder()
-    start = text.find("{")
-    for _ in range(MAX_JSON_TRIES):
-        if start == -1:
-            break
-        try:
-            value, _ = decoder.raw_decode(text, start)
-        except (json.JSONDecodeError, RecursionError):
-            start = text.find("{", start + 1)
-            continue
-        if isinstance(value, dict):
-            return value
-        start = text.find("{", start + 1)
-    return None
 
 
 def answer_step(spec: AnswerSpec, reply: str) -> StepResult | None:

@@ -21,6 +21,7 @@ What an app is made of:
   `QueryGenerationError`, `EnvironmentFailure` (not the agent's fault), `DataError`;
 - helpers: `canonical_json`, `outcome_for_status`, `fenced_blocks` (code blocks of an
   untrusted reply), `JSON` (the decoder for untrusted JSON: any number of digits),
+  `json_objects` and `first_object` (the JSON objects of a reply, read linearly),
   `write_whole` and `replacing` (atomic files);
 - for its benchmarks, which drive the pipeline as a user does: `load_app` (an app as a
   cell makes it), `play_oracle`, `smollm2_tokens`, `SHARED_DATA`; the reply fuzzer's
@@ -73,7 +74,7 @@ from pipeline.querygen import (
 )
 from pipeline.registry import AgentSpec, AppSpec, BenchSpec
 from pipeline.serving.models import smollm2_tokens
-from pipeline.untrusted import JSON, fenced_blocks
+from pipeline.untrusted import JSON, fenced_blocks, first_object, json_objects
 from pipeline.variants import operational
 
 # Public reference data (Google's MALT example, Online Boutique), as conf/config.yaml's
@@ -122,8 +123,10 @@ __all__ = [
     "canonical_json",
     "cause",
     "fenced_blocks",
+    "first_object",
     "fuzz_app",
     "fuzz_figures",
+    "json_objects",
     "key_slot",
     "load_app",
     "operational",

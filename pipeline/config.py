@@ -154,7 +154,12 @@ def check_overrides(overrides: Sequence[str]) -> None:
         if sep and key in GROUPS:
             for name in value.split(","):
                 check_choice(key, name.strip().strip("'\""))
-    check_keys(overrides, NetGaugeConfig)
+    try:
+        check_keys(overrides, NetGaugeConfig)
+    except ConfigError as err:
+        if "unknown config key 'app.task'" in str(err):
+            raise ConfigError(_no_task(overrides)) from err  # the task axis says why
+        raise
 
 
 _KEYWORDS = {"null", "true", "false", "nan", "inf"}

@@ -34,6 +34,7 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import replace
+from typing import Any
 
 from pipeline.core import Episode, StepResult, StepStatus
 
@@ -50,6 +51,30 @@ def _json_int(digits: str) -> int | float:
 
 
 JSON = json.JSONDecoder(parse_int=_json_int)  # .decode / .raw_decode; see the docstring
+MAX_JSON_TRIES = 64  # places tried as the start of a JSON object: reading stays linear
+
+
+def json_objects(text: str) -> Iterator[dict[str, Any]]:
+    """The JSON objects in `text`, in order (an object's inner ones are its own): at most
+    MAX_JSON_TRIES places are tried as the start of one, each decoded with `JSON`; text
+    that is not JSON, or is nested past the parser's depth, is passed over."""
+    pos = 0
+    for _ in range(MAX_JSON_TRIES):
+        start = text.find("{", pos)
+        if start == -1:
+            return
+        try:
+            value, end = JSON.raw_decode(text, start)
+        except (ValueError, RecursionError):
+            pos = start + 1
+            continue
+        yield value  # what decodes from a "{" is an object
+        pos = end
+
+
+def first_object(text: str) -> dict[str, Any] | None:
+    """The first JSON object in `text` (see json_objects), None when there is none."""
+    return next(json_objects(text), None)
 
 
 def argv_refusal(text: str) -> str | None:

@@ -123,6 +123,9 @@ def test_detect_answers_and_hostile_replies() -> None:
     assert answer_step(spec, "x" * (64 << 10) + '{"answer": {"healthy": true}}') is None
     deep = '{"answer": ' + "[" * 100_000 + "]" * 100_000 + "}"
     assert answer_step(spec, deep) is None  # too deep to decode: the app's parser says why
+    # an integer past Python's 4,300 digits is a number JSON allows (it raised ValueError)
+    huge = answer_step(spec, '{"answer": {"healthy": true, "n": 1' + "0" * 5000 + "}}")
+    assert (huge.status, huge.answer) == (StepStatus.OK, {"healthy": True, "causes": []})
     step = answer_step(spec, 'I checked. {"answer": {"healthy": true, "why": "all fine"}}')
     assert (step.status, step.done, step.answer) == (
         StepStatus.OK,

@@ -28,7 +28,9 @@ KINDS = ("RI", "AI", "CP", "CPR", "AE")
 
 @pytest.fixture(scope="module")
 def generator():
-    return K8sQueryGenerator()
+    """Wired as the app wires it: a capacity error words the level's exact capacity."""
+    made = K8sQueryGenerator(capacity=lambda level: K8sCapacity(made.evaluator).level(level))
+    return made
 
 
 @pytest.fixture(scope="module")

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from emulators import scratchns
 from emulators.mininet.emulator import MininetEmulator
 from emulators.netcmd import budget
 from emulators.netcmd.policy import check
@@ -152,14 +153,9 @@ def test_no_command_makes_objects_the_inventory_does_not_count(command, reason):
 def scratch_netns() -> Iterator[str]:
     """A throwaway network namespace held by one sleeping process of ours."""
     require_root("network namespaces need root")
-    holder = subprocess.Popen(["unshare", "--net", "sleep", "60"])
-    try:
-        path = f"/proc/{holder.pid}/ns/net"
+    with scratchns.scratch_netns(60) as path:
         subprocess.run(["nsenter", f"--net={path}", "ip", "link", "set", "lo", "up"], check=True)
         yield path
-    finally:
-        holder.kill()
-        holder.wait()
 
 
 def _in(path: str, command: str) -> str:

@@ -36,6 +36,7 @@ from emulators.mininet.emulator import MininetEmulator
 from emulators.netcmd import budget, inventory
 from emulators.netcmd.policy import check
 from emulators.netcmd.sandbox import CommandSandbox, Status
+from emulators.scratchns import scratch_netns
 
 KEYS = ("SUnreclaim", "VmallocUsed", "Percpu", "PageTables", "KernelStack")
 REPS = 5
@@ -78,19 +79,13 @@ def weigh(setup: Sequence[Batch], fill: Sequence[Batch], objects: int) -> dict[s
     when it went, REPS times each."""
     per_object = []
     for _ in range(REPS):
-        holder = subprocess.Popen(["unshare", "--net", "sleep", "3600"])
-        try:
-            time.sleep(0.2)
-            netns = f"/proc/{holder.pid}/ns/net"
+        with scratch_netns() as netns:
             _in(netns, [(["ip", "link", "set", "lo", "up"], ""), *setup])
             time.sleep(SETTLE_S)
             start = kernel_kb()
             _in(netns, fill)
             time.sleep(SETTLE_S)
             full = kernel_kb()
-        finally:
-            holder.kill()
-            holder.wait()
         time.sleep(3 * SETTLE_S)
         gone = kernel_kb()
         per_object += [(full - start) * 1024 / objects, (full - gone) * 1024 / objects]

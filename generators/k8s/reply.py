@@ -4,9 +4,9 @@ Understood, in this order: a JSON object with "command" (and optional "stdin", t
 null, and "files"), bare or in a ```json block; a fenced shell block (bash, sh, shell,
 console or untagged) whose first command line starts with kubectl; a plain line starting
 with kubectl. A here-document after the command line is kept with it. Anything else is a
-ReplyError. A reply longer than MAX_REPLY_CHARS is refused before any of it is read, and at
-most MAX_JSON_TRIES places are tried as the start of a JSON object; reading is linear in the
-reply's length.
+ReplyError. A reply longer than MAX_REPLY_CHARS is refused before any of it is read, and JSON
+objects are read by pipeline/untrusted.py's `json_objects` (a bounded number of starts tried);
+reading is linear in the reply's length.
 """
 
 from __future__ import annotations
@@ -16,12 +16,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.api import JSON, Action
+from pipeline.api import Action, json_objects
 from pipeline.api import fenced_blocks as _fences
 
 EXAMPLE = '{"command": "kubectl get networkpolicies"}'
 MAX_REPLY_CHARS = 640 << 10  # a command, its stdin and files (emulators.k8s.kubectl limits)
-MAX_JSON_TRIES = 64
 _SHELL_TAGS = ("", "bash", "sh", "shell", "console", "zsh")
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
 _KUBECTL = re.compile(r"^\s*(?:\$\s+)?(?:cat\s*<<.*\|\s*)?kubectl\b")
@@ -36,23 +35,6 @@ class ReplyCommand:
     command: str
     stdin: str = ""
     files: dict[str, str] = field(default_factory=dict)
-
-
-def _json_objects(text: str) -> list[dict[str, Any]]:
-    found, pos = [], 0
-    for _ in range(MAX_JSON_TRIES):
-        start = text.find("{", pos)
-        if start == -1:
-            break
-        try:  # every number JSON allows (pipeline/untrusted.py: JSON)
-            value, end = JSON.raw_decode(text, start)
-        except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
-            pos = start + 1
-            continue
-        if isinstance(value, dict):
-            found.append(value)
-        pos = end
-    return found
 
 
 def _from_json(obj: dict[str, Any]) -> ReplyCommand:
@@ -96,7 +78,7 @@ def parse_reply(text: str) -> ReplyCommand:
         )
     if not text or not text.strip():
         raise ReplyError(f"the reply is empty; send one kubectl command, e.g. {EXAMPLE}")
-    for obj in _json_objects(text):
+    for obj in json_objects(text):
         if "command" in obj:
             return _from_json(obj)
     for lang, body in _fences(text):

@@ -5,8 +5,8 @@ command on one named machine per turn (routing, netllmbench). The first JSON obj
 the reply text counts; code fences and prose around it are fine. `CommandReplyFormat`
 is the pipeline.core.ReplyFormat the LLM agents' repair chain quotes: its `check`
 accepts exactly the replies `parse_reply` understands. A reply longer than
-MAX_REPLY_CHARS is refused before it is read, and at most MAX_JSON_TRIES places are tried
-as the start of the object, so reading is linear in the reply.
+MAX_REPLY_CHARS is refused before it is read, and the object is read by pipeline/untrusted.py's
+`first_object` (a bounded number of starts tried), so reading is linear in the reply.
 """
 
 from __future__ import annotations
@@ -16,14 +16,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from generators.lab.diagnostics import SHOW
-from pipeline.api import JSON, Action
+from pipeline.api import Action, first_object
 
 INSTRUCTIONS = (
     'exactly one JSON object per turn: {"machine": "<a machine name>", "command": "<one command>"}'
 )
 REPLY_FORMAT = f"Reply with {INSTRUCTIONS}."
 MAX_REPLY_CHARS = 64 << 10  # a command is at most 1,000 characters (netcmd.policy)
-MAX_JSON_TRIES = 64
 
 
 @dataclass(frozen=True)
@@ -32,27 +31,11 @@ class Command:
     command: str
 
 
-def _first_object(text: str) -> dict | None:
-    start = text.find("{")
-    for _ in range(MAX_JSON_TRIES):
-        if start == -1:
-            break
-        try:  # every number JSON allows (pipeline/untrusted.py: JSON)
-            value, _ = JSON.raw_decode(text, start)
-        except (ValueError, RecursionError):  # not JSON, or nested too deep
-            start = text.find("{", start + 1)
-            continue
-        if isinstance(value, dict):
-            return value
-        start = text.find("{", start + 1)
-    return None
-
-
 def parse_reply(text: str) -> Command | str:
     """The reply's command, or the reason there is none (shown to the agent)."""
     if len(text) > MAX_REPLY_CHARS:
         return f"the reply is {len(text)} characters long; at most {MAX_REPLY_CHARS} are read"
-    value = _first_object(text)
+    value = first_object(text)
     if value is None:
         return f"the reply holds no JSON object. {REPLY_FORMAT}"
     machine, command = value.get("machine"), value.get("command")
