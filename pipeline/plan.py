@@ -141,7 +141,9 @@ def axis_overrides(axes: Mapping[str, Any]) -> list[str]:
             values = list(value) if isinstance(value, list | tuple) else [value]
             if axis in ("levels", "seeds", "queries"):
                 values = [_integer(axis, v) for v in values]
-            out.append(f"grid.{axis}={_hydra(values)}")
+            # `++`: set even where the grid's file leaves the axis out (no shipped grid
+            # names `tasks`; a plain override of an absent key is Hydra's error, not ours).
+            out.append(f"++grid.{axis}={_hydra(values)}")
     return out
 
 

@@ -216,9 +216,10 @@ def test_generation_does_not_depend_on_hash_seed():
 def test_level_and_count_are_validated(gen):
     # The level is the pipeline's to check (AppSpec.levels), once, for every app.
     with pytest.raises(
-        ConfigError, match="level=6 is not defined for app kind 'malt'; choose one of 1, 2, 3, 4, 5"
+        ConfigError,
+        match="level=9 is not defined for app kind 'malt'; choose one of 1, 2, 3, 4, 5, 6, 7, 8",
     ):
-        compose(["app=malt", "level=6"])
+        compose(["app=malt", "level=9"])
     with pytest.raises(ConfigError, match="count must be a non-negative int"):
         list(gen.generate(1, 0, -1))
 

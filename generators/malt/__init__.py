@@ -12,7 +12,12 @@ measured), scoring, app (the pipeline.core.App), bench (timings and verdicts at 
 Levels 4 and 5 are capacity plans judged by invariants: operations (labels and the
 app.operations names), plandraw (drawing), plansolve (the analytic plan), planoracle (the
 oracle program), planrender (prose), planmath (the optima), planbase + plancheck (scope,
-invariants, the rule), planbench (prompt sizes and timings).
+invariants, the rule), planbench (prompt sizes and timings). Levels 6-8 are plans with
+coupled constraints no greedy rule solves: coupledspec (the tasks, the catalogue entries),
+coupledread + coupled (the models, optima, the rule a plan is held to), coupledsolve (the
+exact searches, also the oracle's), coupledgreedy (the greedy rules and the filter),
+coupleddraw, coupledplan (kept or not; the analytic plan), coupledcheck (scope, reading a
+plan off a diff), coupledrender, coupledoracle, coupledbench (1,000 per level).
 Graph diffs are the sandbox's (emulators/pysandbox/graphdiff.py): it returns a graph
 answer as one.
 """
@@ -29,11 +34,16 @@ APP = AppSpec(
     app=".app:MaltApp",
     config=".config:MaltConfig",
     version=APP_VERSION,
-    levels=(1, 2, 3, 4, 5),  # 4 and 5: capacity plans (plan*.py)
+    levels=(1, 2, 3, 4, 5, 6, 7, 8),  # 4-8: capacity plans (plan*.py; 6-8 coupled*.py)
+    # Only mitigate (do the change, or the plan, that is asked): a MALT query is a request on
+    # a healthy graph, with no injected fault for detect to find or localize to name (README
+    # "Task kinds"); a grid asking malt for either is refused with this list.
+    tasks=("mitigate",),
     benches=(
         BenchSpec("malt", ".bench:bench", default=True),
         BenchSpec("malt_verdicts", ".bench:verdicts"),
         BenchSpec("malt_plans", ".planbench:bench", default=True),
+        BenchSpec("malt_coupled", ".coupledbench:bench"),
         # The agent-code sandbox is MALT's: its per-run overhead on a graph of MALT's size.
         BenchSpec("sandbox", "emulators.pysandbox.bench:run_all", default=True),
     ),

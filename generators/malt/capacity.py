@@ -13,6 +13,12 @@ from generators.malt import (
     APP_VERSION,
     actions,
     checker,
+    coupled,
+    coupledcheck,
+    coupleddraw,
+    coupledgreedy,
+    coupledsolve,
+    coupledspec,
     index,
     intended,
     operations,
@@ -40,6 +46,7 @@ def fingerprint(
     plan rules), sizes."""
     modules = (levels_module, generator_module, actions, checker, index, intended, operations)
     modules += (planbase, plancheck, plandraw, planmath, plansolve)
+    modules += (coupled, coupledcheck, coupleddraw, coupledgreedy, coupledsolve, coupledspec)
     sources = [hashlib.sha256(Path(m.__file__).read_bytes()).hexdigest() for m in modules]
     text = json.dumps([topology_id, APP_VERSION, sources, draws, validate])
     if selected is not None:  # unchanged names of measurements without the knob

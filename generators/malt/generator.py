@@ -16,7 +16,11 @@ raises at once.
 Capacity plans (levels 4 and 5) have many right answers, so steps 3 and 4 hold both the
 analytic plan (plansolve.py) and the oracle program's plan to the plan checker
 (plancheck.py: inside the task's scope, structurally valid, every invariant and optimum)
-instead of to each other.
+instead of to each other. The coupled-constraint plans of levels 6-8 are checked the same
+way, and step 2 also rejects a draw whose exact search is too large or on which some
+greedy rule reaches the optimum (coupledplan.py); as most draws are, a query of these
+levels keeps the template it drew first through its redraws (so weights and the uniform
+mix hold for what is kept) and may redraw up to COUPLED_DRAWS times.
 
 What is drawn: without `weights` and `operations`, exactly what every earlier version
 drew. `operations` (app.operations) keeps the draws whose label it selects; `weights`
@@ -38,14 +42,25 @@ from typing import Any
 import networkx as nx
 
 from emulators.pysandbox import graphdiff
-from generators.malt import APP, APP_VERSION, plancheck, planoracle, planrender, plansolve
+from generators.malt import (
+    APP,
+    APP_VERSION,
+    coupledoracle,
+    coupledplan,
+    coupledrender,
+    coupledspec,
+    plancheck,
+    planoracle,
+    planrender,
+    plansolve,
+)
 from generators.malt.actions import Spec, expected_record, operation_label
 from generators.malt.checker import SafetyChecker
 from generators.malt.config import size_class
 from generators.malt.index import Redraw, TopoIndex, View
 from generators.malt.inprocess import InProcessRunner
 from generators.malt.intended import judge
-from generators.malt.levels import PLAN_LEVELS, Drawer, spec_key
+from generators.malt.levels import COUPLED_LEVELS, PLAN_LEVELS, Drawer, spec_key
 from generators.malt.measure import measure
 from generators.malt.operations import selects
 from generators.malt.oracle import ORACLE_PRELUDE, program
@@ -68,6 +83,7 @@ from pipeline.api import (
 
 LEVELS = APP.levels
 MAX_DRAWS = 100
+COUPLED_DRAWS = 2_000  # most coupled draws fail the greedy filter (README: the shares)
 SELECT_DRAWS = 5_000  # draws of levels 1-3 searched for a selected or weighted label
 
 
@@ -112,6 +128,7 @@ class MaltQueryGenerator:
         self.renderer = Renderer(lambda name: self.index.kinds.get(name))
         self.runner = InProcessRunner(graph, ORACLE_PRELUDE)
         self.plan_runner = InProcessRunner(graph, planoracle.PLAN_PRELUDE)
+        self.coupled_runner = InProcessRunner(graph, coupledoracle.COUPLED_PRELUDE)
         self._labels: dict[int, list[str]] = {}
 
     def generate(
@@ -212,6 +229,10 @@ class MaltQueryGenerator:
     def _check_plan(self, spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, list]] | str:
         """Checks 1-3 for a plan: the analytic plan exists, changes the graph, and is a right
         plan by the checker's own rule (a wrong one is a bug, never a redraw)."""
+        if coupledplan.is_coupled(spec):
+            why = coupledplan.rejected(spec, plancheck.base_of(self.checker))
+            if why is not None:
+                return why[:60]
         view = View(self.index)
         try:
             plansolve.solve(spec, view)
@@ -240,10 +261,14 @@ class MaltQueryGenerator:
         of the seed took (`tracker`; a fresh one for index 0)."""
         tracker = tracker or self.tracker(level, seed)
         rng = query_rng(seed, level, index)
+        template = self.plans.pick(level, rng, weights) if level in COUPLED_LEVELS else None
 
         def draw() -> tuple[str, Spec] | str:
             try:
-                spec = self.draw_spec(level, rng, weights)
+                if template is not None:
+                    spec = self.plans.draw_named(template, rng)
+                else:
+                    spec = self.draw_spec(level, rng, weights)
             except Redraw as exc:
                 return str(exc).split(":")[0][:60]
             return spec_key(self.topology_id, spec), Spec.of(spec)
@@ -260,7 +285,7 @@ class MaltQueryGenerator:
             index,
             draw,
             build,
-            max_draws=MAX_DRAWS,
+            max_draws=COUPLED_DRAWS if level in COUPLED_LEVELS else MAX_DRAWS,
             hint=f"On topology {self.topology_id}, which may be too small for level {level}: "
             "raise app.topology size knobs",
         )
@@ -290,9 +315,11 @@ class MaltQueryGenerator:
         `changes`: the analytic diff of the whole run (also for questions asked after a
         change), which lets the runner restore the base without a full scan."""
         spec, kind = drawn.body, drawn.answer_type
+        coupled = coupledplan.is_coupled(spec)
         if kind == "plan":
             code, truth = self._plan_truth(spec, record, query_id)
-            task = planrender.task(spec, self.renderer.ref)
+            render = coupledrender if coupled else planrender
+            task = render.task(spec, self.renderer.ref)
         else:
             code = program(spec)
             got = self.runner.run(code, expected=changes)
@@ -328,6 +355,8 @@ class MaltQueryGenerator:
             },
             env_key=self.topology_id,
             size=self.size,
+            # Levels 6-8 declare their variety strata (levels 1-5 stay as they were).
+            stratum=coupledspec.stratum(drawn.operation, self.size, spec) if coupled else "",
         )
 
     def _plan_truth(
@@ -335,8 +364,12 @@ class MaltQueryGenerator:
     ) -> tuple[str, dict[str, Any]]:
         """The oracle program of a plan, run and held to the plan checker, and what the
         ground truth holds besides the analytic plan: the limits the checker applies."""
-        code = planoracle.program(spec)
-        got = self.plan_runner.run(code, expected=record["diff"])
+        if coupledplan.is_coupled(spec):
+            code = coupledoracle.program(spec)
+            got = self.coupled_runner.run(code, expected=record["diff"])
+        else:
+            code = planoracle.program(spec)
+            got = self.plan_runner.run(code, expected=record["diff"])
         wrong = (
             [f"it returned a {got.get('type')} answer"]
             if got.get("type") != "graph"

@@ -18,7 +18,8 @@ from generators.malt.actions import ITEM, metric_value
 from generators.malt.index import Redraw, TopoIndex, View
 from pipeline.api import query_key
 
-PLAN_LEVELS = (4, 5)  # capacity plans (plandraw.py); levels 1-3 are drawn here
+PLAN_LEVELS = (4, 5, 6, 7, 8)  # capacity plans (plandraw.py); levels 1-3 are drawn here
+COUPLED_LEVELS = (6, 7, 8)  # of which those with coupled constraints (coupled*.py)
 
 
 def spec_key(topology_id: str, spec: dict[str, Any]) -> str:

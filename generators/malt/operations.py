@@ -2,14 +2,16 @@
 
 Levels 1-3 label a query by the operations it composes: a category per operation
 (`count`, `list`, `rank`, `table`, `find`, `remove`, `add`, `update`) joined by `>` (a
-sequence), `if(a|b)`, `for(a)` or `for_if(a|b)`. Levels 4 and 5 are capacity-planning
-templates, one label each; a level-5 label joins the level-4 operation it extends with
-what it adds (`drain_balance`: drain two switches, balanced).
+sequence), `if(a|b)`, `for(a)` or `for_if(a|b)`. Levels 4 to 8 are capacity-planning
+templates, one label each; a label of level 5 and up joins the level-4 operation it
+extends with what it adds (`drain_balance`: drain two switches, balanced;
+`upgrade_knapsack`: upgrade at least cost).
 
 `app.operations` selects queries by these names: a query is drawn when its label equals
 one of the names or holds one as a token (the label split at `>`, `(`, `)`, `|`, `_`), so
 `[add]` draws `add`, `add>count`, `for_if(update|add)`, ...; `[drain]` draws `drain` (L4)
-and `drain_balance` (L5); `[for_if]` the level-3 loops with a branch.
+and `drain_balance` (L5), and with them `drain_power_binpack` (L6) and `drain_blast_radius`
+(L8); `[for_if]` the level-3 loops with a branch.
 """
 
 from __future__ import annotations
@@ -22,6 +24,10 @@ SHAPES = ("if", "for", "for_if")  # level-3 control flow
 TEMPLATES: dict[int, tuple[str, ...]] = {
     4: ("drain", "expand", "place", "upgrade"),
     5: ("drain_balance", "expand_fill", "place_balance", "upgrade_superblock"),
+    # Coupled constraints no greedy rule solves (coupledspec.py): one, two, three + goals.
+    6: ("drain_power_binpack", "upgrade_knapsack"),
+    7: ("place_two_stage", "shared_budget_two_blocks"),
+    8: ("drain_blast_radius", "expand_lexicographic"),
 }
 _SPLIT = re.compile(r"[>()|_]+")
 

@@ -26,6 +26,9 @@ Tasks (specs; prose in planrender.py, drawing in plandraw.py, oracle code in pla
     place              {"superblock": SB, "stage": s, "ports": N, "capacity": C,
                         "budget": X, "per_switch": q}
     place_balance      {"superblock": SB, "stage": s, "ports": N, "capacity": C, "per_switch": q}
+
+The coupled-constraint plans of levels 6-8 (coupledspec.py) are judged by coupledcheck.py
+through the same three tables (`_SCOPES`, `_BOUNDS`, `_ERRORS`).
 """
 
 from __future__ import annotations
@@ -36,9 +39,11 @@ from typing import Any
 from weakref import WeakKeyDictionary
 
 from emulators.pysandbox import graphdiff
+from generators.malt import coupledcheck
 from generators.malt import planmath as pm
 from generators.malt import schema as S
 from generators.malt.checker import SafetyChecker
+from generators.malt.coupledspec import KINDS as COUPLED
 from generators.malt.planbase import (
     AGG,
     PORT,
@@ -393,3 +398,7 @@ _ERRORS: dict[str, Callable[[Base, Spec, Changes], list[str]]] = {
     "place": _place_errors,
     "place_balance": _place_errors,
 }
+
+_SCOPES.update({op: coupledcheck.scope for op in COUPLED})
+_BOUNDS.update({op: coupledcheck.bounds for op in COUPLED})
+_ERRORS.update({op: coupledcheck.errors for op in COUPLED})

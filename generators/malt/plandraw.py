@@ -11,7 +11,8 @@ highest block total is as low as it can be.
 A template is drawn first (`pipeline.querygen.weighted_choice`: uniform, or by the weights
 of failure-driven sampling), then its operands from sorted sequences, so a draw depends
 only on the RNG state. Limits are drawn so that they bind (a limit every plan keeps asks
-nothing) and the task is feasible; a draw that is not raises Redraw.
+nothing) and the task is feasible; a draw that is not raises Redraw. Levels 6-8 are drawn
+by coupleddraw.py, whose templates a topology may not offer (`available`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 
 from generators.malt import planmath as pm
 from generators.malt import schema as S
+from generators.malt.coupleddraw import CoupledDrawer
 from generators.malt.index import Redraw, TopoIndex
 from generators.malt.operations import TEMPLATES, selects
 from pipeline.api import ConfigError, weighted_choice
@@ -54,8 +56,9 @@ class PlanDrawer:
         self.blocks = tuple(sorted(index.by_kind[AGG] + index.by_kind[SPINE]))
         self.superblocks = index.by_kind[SB]
         self._memo: dict[tuple[Any, ...], Any] = {}  # base values, computed once each
+        self.coupled = CoupledDrawer(index)
         self.templates = {
-            level: [t for t in names if selects(operations, t)]
+            level: [t for t in names if selects(operations, t) and self.coupled.available(t)]
             for level, names in TEMPLATES.items()
         }
         self._draw: dict[str, Callable[[random.Random], dict[str, Any]]] = {
@@ -67,18 +70,28 @@ class PlanDrawer:
             "upgrade_superblock": self.upgrade_superblock,
             "place": self.place,
             "place_balance": self.place_balance,
+            **self.coupled.draws,
         }
 
     def draw(
         self, level: int, rng: random.Random, weights: Mapping[str, float] | None = None
     ) -> dict[str, Any]:
+        return self.draw_named(self.pick(level, rng, weights), rng)
+
+    def pick(
+        self, level: int, rng: random.Random, weights: Mapping[str, float] | None = None
+    ) -> str:
+        """A template of `level`: uniform, or by `weights`."""
         options = self.templates[level]
         if not options:
             raise ConfigError(
                 f"app.operations selects none of level {level}'s operations "
-                f"({', '.join(TEMPLATES[level])})"
+                f"({', '.join(TEMPLATES[level])}) on this topology"
             )
-        return self._draw[weighted_choice(rng, options, weights)](rng)
+        return weighted_choice(rng, options, weights)
+
+    def draw_named(self, template: str, rng: random.Random) -> dict[str, Any]:
+        return self._draw[template](rng)
 
     # -- the base, read off the index ----------------------------------------------------
 

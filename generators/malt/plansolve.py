@@ -10,6 +10,9 @@ plan), so a spec has one analytic plan:
 - additions fill the switches with the fewest ports first and spread the rest evenly;
 - upgrades take the lowest-capacity ports first, at most the per-switch budget each;
 - placements go to the block with the lowest total that still has room.
+
+The coupled-constraint plans of levels 6-8 are solved exactly instead (coupledplan.py;
+`tie` other than the default makes it try equal choices the other way round).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from generators.malt import coupledplan
 from generators.malt import planmath as pm
 from generators.malt import schema as S
 from generators.malt.index import Redraw, View
@@ -196,3 +200,10 @@ _SOLVERS: dict[str, Callable[[Spec, View, Tie], None]] = {
     "place": _place,
     "place_balance": _place,
 }
+
+
+def _coupled(spec: Spec, view: View, tie: Tie) -> None:
+    coupledplan.apply(spec, view, 1 if tie is str else -1)
+
+
+_SOLVERS.update({op: _coupled for op in coupledplan.KINDS})
