@@ -24,6 +24,7 @@ from generators.malt import scoring
 from generators.malt.capacity import cached_measure
 from generators.malt.config import MaltConfig, effective_topology, validate_config
 from generators.malt.generator import MaltQueryGenerator
+from generators.malt.prompt import limits_text
 from generators.malt.replies import (
     FEW_SHOT,
     MAX_SHOWN,
@@ -173,12 +174,14 @@ class MaltApp:
             graph, topology_id = load_topology(
                 effective_topology(self.cfg), self.cache_dir, self.shared_data_dir
             )
+            lim = _limits(self.cfg.sandbox)
             self._generator = MaltQueryGenerator(
                 graph,
                 topology_id,
                 app_name=self.name,
                 capacity=self.capacity,
                 operations=self.cfg.operations,
+                limits=limits_text(lim.cpu_time_s, lim.wall_timeout_s, lim.memory_mb),
             )
         return self._generator
 

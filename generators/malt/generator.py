@@ -109,8 +109,10 @@ class MaltQueryGenerator:
         app_name: str = "malt",
         capacity: Callable[[int], object] | None = None,
         operations: Sequence[str] | None = None,
+        limits: str = "",
     ) -> None:
         self.graph = graph
+        self.limits = limits  # prompt.limits_text of the sandbox the agent's code runs in
         self._capacity = capacity
         self.operations = list(operations) if operations is not None else None
         self.size = size_class(graph.number_of_nodes())
@@ -342,7 +344,7 @@ class MaltQueryGenerator:
             level=level,
             seed=seed,
             index=index,
-            prompt=build_prompt(task),
+            prompt=build_prompt(task, self.limits),
             answer_type=kind,
             operation=drawn.operation,
             ground_truth={

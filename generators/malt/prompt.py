@@ -63,6 +63,14 @@ functools, heapq, statistics, re, json, copy, ...); files, network and processes
 """
 
 
-def build_prompt(task: str) -> str:
-    """The full prompt of one query."""
-    return f"{PREAMBLE}\nTask:\n{task}\n"
+def limits_text(cpu_s: float, wall_s: float, memory_mb: int) -> str:
+    """What the sandbox allows one run (a player's search timed out unwarned otherwise)."""
+    return (
+        f"Your code runs once, with at most {cpu_s:g} s of CPU time, {wall_s:g} s of wall "
+        f"time and {memory_mb} MiB of memory; past them it is stopped and scores nothing.\n"
+    )
+
+
+def build_prompt(task: str, limits: str = "") -> str:
+    """The full prompt of one query; `limits` from limits_text."""
+    return f"{PREAMBLE}{limits}\nTask:\n{task}\n"
