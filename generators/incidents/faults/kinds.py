@@ -90,11 +90,11 @@ class Evidence:
 @dataclass(frozen=True)
 class Probe:
     """A check the verdict runs while the query holds the fault that declares it:
-      large   an ICMP echo of `size` bytes (the whole IP packet, DF set) from `source` to
-              `address` (on `target`) must come back;
-      closed  a `protocol` flow (icmp, or tcp/udp to the echo port 7) from `source` to
-              `address` must NOT come back (what the intent keeps closed);
-      name    `dig @address name` from `source` must answer `expect` (an IPv4 address)."""
+    large   an ICMP echo of `size` bytes (the whole IP packet, DF set) from `source` to
+            `address` (on `target`) must come back;
+    closed  a `protocol` flow (icmp, or tcp/udp to the echo port 7) from `source` to
+            `address` must NOT come back (what the intent keeps closed);
+    name    `dig @address name` from `source` must answer `expect` (an IPv4 address)."""
 
     kind: str  # large | closed | name
     source: str
