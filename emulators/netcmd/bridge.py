@@ -21,8 +21,8 @@ from emulators.netcmd.iproute import OPTION_WHY, dispatch, read_globals
 BRIDGE_OPTIONS = [
     ("-help", False), ("-Version", False), ("-stats", False), ("-statistics", False),
     ("-details", False), ("-timestamp", False), ("-family", True), ("-4", False),
-    ("-6", False), ("-color", False), ("-netns", True), ("-compressvlans", False), ("-force", False),
-    ("-json", False), ("-pretty", False), ("-oneline", False), ("-batch", True),
+    ("-6", False), ("-color", False), ("-netns", True), ("-compressvlans", False),
+    ("-force", False), ("-json", False), ("-pretty", False), ("-oneline", False), ("-batch", True),
 ]  # fmt: skip
 BRIDGE_OPTIONS_ALLOWED = {"-help", "-Version", "-stats", "-statistics", "-details",
                           "-timestamp", "-4", "-compressvlans", "-json", "-pretty",

@@ -77,7 +77,10 @@ class ServiceGate:
 
 
 def svcctl_readonly(command: SvcCommand) -> str:
-    return f"this task is read-only: only commands that look are allowed (svcctl {command.service} show)"
+    return (
+        "this task is read-only: only commands that look are allowed "
+        f"(svcctl {command.service} show)"
+    )
 
 
 def _refusal(command: str, words: list[str]) -> str | None:

@@ -18,7 +18,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_NAME = r"(?=[A-Za-z0-9.-]{1,100}$)[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*"
+_LABEL = r"[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?"
+_NAME = rf"(?=[A-Za-z0-9.-]{{1,100}}(,|/|$)){_LABEL}(\.{_LABEL})*"
 _IP = r"(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}"
 _IFNAME = r"[A-Za-z0-9_.-]{1,15}"
 _TAG = r"[a-z0-9]{1,12}"
@@ -83,7 +84,7 @@ DIRECTIVES = {
             "track_interface 10 dist1a-eth0",
             r"^(\d+ .*)$",
         ),
-    )  # fmt: skip
+    )
 }
 SERVICES = ("dns", "dhcp", "vrrp")
 VERBS = ("show", "set", "unset")

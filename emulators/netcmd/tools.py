@@ -15,10 +15,10 @@ import re
 from collections.abc import Callable
 
 from emulators.netcmd import durable, getopt, kinds, sysctls
-from emulators.netcmd.iproute import check_ip, ipv4
-from emulators.netcmd.iptables import check_iptables, check_iptables_save
 from emulators.netcmd.bridge import check_bridge
 from emulators.netcmd.dig import check_dig
+from emulators.netcmd.iproute import check_ip, ipv4
+from emulators.netcmd.iptables import check_iptables, check_iptables_save
 from emulators.netcmd.tc import check_tc
 from emulators.netcmd.trace import check_tracepath, check_traceroute
 
