@@ -1,0 +1,154 @@
+"""What an incidents agent reads: the prompt of a query and the status after each step.
+
+The prompt: the network's inventory and intent (generators/netlab/describe.py), the query's
+benign anomalies documented as intended ("By design: ..."), what else the intent fixes,
+the task (mitigate; detect and localize in pipeline/answers.py's words, localize with the
+whole vocabulary), the ticket (levels 7-8), the tools and the budgets.
+
+The status (`status`): which checks fail, by class. Level 6 lists the failing items
+(at most SHOWN per class, with how many more); levels 7-8 give counts only, so a large
+network must be diagnosed, not read off the observation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from emulators.netcmd.tools import ALL_TOOL_NAMES
+from generators.incidents.config import Tier
+from generators.incidents.faults.kinds import Fault
+from generators.lab.reply import REPLY_FORMAT
+from generators.netlab.describe import describe
+from generators.netlab.spec import NetSpec
+from pipeline.api import Vocabulary, task_text
+
+SHOWN = 8  # items listed per class at level 6
+LARGE = 1400
+
+CLASSES = (  # (id prefix, what fails, in the status's words)
+    ("works:icmp:", "ICMP echo between host pairs"),
+    ("works:tcp:", "TCP echo (port 7) between host pairs"),
+    ("works:udp:", "UDP echo (port 7) between host pairs"),
+    ("works:large:", f"large packets ({LARGE:,} bytes, DF) between probed pairs"),
+    ("works:name:", "names that must resolve"),
+    ("closed:", "flows that must stay closed but answer"),
+    ("intent:adjacency:", "OSPF adjacencies not Full (router interface)"),
+    ("intent:session:", "BGP sessions not Established (router peer)"),
+    ("intent:route:", "routes not learned by the intended protocol (router prefix)"),
+    ("intent:kernel:", "kernel routes added (+) or missing (-) against the intent"),
+    ("intent:rule:", "devices whose policy-routing rules differ from the intent"),
+    ("intent:filter:", "devices whose packet filters differ from the intent"),
+    ("intent:link:", "interfaces whose state, MTU, bridge or addresses differ"),
+    ("intent:path:", "path intents not met"),
+    ("intent:ecmp:", "ECMP intents not met"),
+    ("benign:", "items marked 'By design' that were changed"),
+)
+
+
+def _item(prefix: str, violation: str) -> str:
+    rest = violation[len(prefix) :]
+    return rest.replace(">", " -> ").replace(":", " ", 1)
+
+
+def shown(machine: str, command: str, output: str) -> str:
+    """A command as a step shows it: the echo, then its output."""
+    return f"{machine}$ {command}\n{output.rstrip() or '(no output)'}"
+
+
+def status(violations: Iterable[str], totals: Mapping[str, int], mode: str) -> str:
+    """The checks failing now, per class (mode "pairs": listed; "counts": counted)."""
+    found = sorted(violations)
+    if not found:
+        return "Every check passes: the network meets its intent."
+    lines = ["Checks failing now:"]
+    for prefix, what in CLASSES:
+        mine = [v for v in found if v.startswith(prefix)]
+        if not mine:
+            continue
+        total = totals.get(prefix)
+        count = f"{len(mine)} of {total}" if total else f"{len(mine)}"
+        line = f"  {what}: {count}"
+        if mode == "pairs":
+            shown = ", ".join(_item(prefix, v) for v in mine[:SHOWN])
+            more = f" (and {len(mine) - SHOWN} more)" if len(mine) > SHOWN else ""
+            line += f": {shown}{more}"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def prompt(
+    spec: NetSpec,
+    tier: Tier,
+    task: str,
+    benign: Sequence[Fault],
+    *,
+    turns: int,
+    read_bytes: int,
+    ticket: str | None,
+    vocabulary: Vocabulary | None,
+    counts: str | None = None,
+) -> str:
+    inventory = describe(spec)
+    documented = [f"  By design: {b.note or b.summary}." for b in benign]
+    switches = ", L2 access switches (Linux bridges)" if spec.switches else ""
+    parts = [
+        "You are the network operator of an emulated network (Mininet: every device a "
+        f"Linux network namespace; FRR routers running OSPF and/or BGP; Linux hosts{switches}).",
+        "",
+        inventory + ("\n" + "\n".join(documented) if documented else ""),
+        "  The rest of the configuration is as built: every interface up (spare ports "
+        "down) with its addresses and MTU 1500 unless stated; no static routes, "
+        "policy-routing rules or packet filters beyond those stated; "
+        f"{LARGE:,}-byte packets with DF cross the network.",
+        "",
+        _task(tier, task, vocabulary),
+    ]
+    if ticket:
+        parts += ["", ticket]
+    if counts:
+        parts += ["", counts]
+    parts += ["", _tools(task), _budget(tier, task, turns, read_bytes)]
+    return "\n".join(parts)
+
+
+def _task(tier: Tier, task: str, vocabulary: Vocabulary | None) -> str:
+    if task != "mitigate":
+        return task_text(task, vocabulary)
+    return (
+        "Task: something is wrong: the network does not meet its intent. Find every "
+        "problem and fix it, so that every check holds: every host pair over ICMP, TCP "
+        "and UDP (echo on port 7), large packets, the protocol state and paths stated, "
+        "and nothing configured beyond what is stated. There may be more than one problem, "
+        "and one may hide another. Never change what the intent marks 'By design' "
+        "(that is unsafe), and never break what works."
+    )
+
+
+def _tools(task: str) -> str:
+    return (
+        f"{REPLY_FORMAT} The command runs on that machine only (a router, switch or "
+        "host), without a shell. On the routers, `vtysh -c 'LINE' [-c 'LINE' ...]` talks "
+        "to FRR, the lines in order as in an interactive session (e.g. -c 'configure "
+        "terminal' -c 'interface r1-eth1' -c 'ip ospf cost 10'); `show` lines only look. "
+        f"Other tools: {', '.join(ALL_TOOL_NAMES)} (as on a Linux host; ping needs -c N)."
+    )
+
+
+def _budget(tier: Tier, task: str, turns: int, read_bytes: int) -> str:
+    if task == "mitigate":
+        seen = (
+            "which checks fail (listed)"
+            if tier.symptoms == "pairs"
+            else "how many checks of each kind fail (not which: find out with the tools)"
+        )
+        after = (
+            f"After each command you see its output and {seen}. Routing needs a few "
+            "seconds after a change; the checks wait for it. The task ends as soon as every "
+            "check passes and keeps passing."
+        )
+    else:
+        after = "After each command you see its output."
+    return (
+        f"{after} You have {turns} turns and may read {read_bytes // 1024} KiB of output in "
+        "all; past that, output is withheld (commands still run)."
+    )
