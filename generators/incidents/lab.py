@@ -161,9 +161,7 @@ class IncidentLab(NetLab):
         if edge is None:
             return []
         flows = [
-            Flow(h, INET, INET_HOST, p)
-            for h in internet_hosts(self.spec)
-            for p in ("tcp", "udp")
+            Flow(h, INET, INET_HOST, p) for h in internet_hosts(self.spec) for p in ("tcp", "udp")
         ]
         return [*flows, Flow(INET, edge.dnat_device, EDGE_ADDR, "tcp")]
 
