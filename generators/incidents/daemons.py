@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from emulators.jail import bwrap_path
+from emulators.netcmd import svcctl
 from emulators.netcmd.svcctl import SvcCommand, SvcctlError
 from generators.incidents.svcconf import Config
 from pipeline.api import EnvironmentFailure
@@ -188,22 +189,27 @@ class Services:
         self.restart(daemon)
         return f"{command.service} on {machine}: configuration written, daemon restarted"
 
-    def set_trusted(self, machine: str, service: str, lines: tuple[str, ...]) -> None:
-        """An injection: `lines` are `set|unset DIRECTIVE VALUE` edits, then one restart."""
-        daemon = self.daemon(machine, service)
+    def set_trusted(self, machine: str, lines: tuple[str, ...]) -> None:
+        """An injection: each line is an svcctl command's words after `svcctl` (`dns set
+        host-record ...`); every daemon touched restarts once."""
+        touched = []
         for line in lines:
-            verb, directive, value = line.split(" ", 2)
-            if verb == "set":
-                daemon.config.set(directive, value)
-            else:
-                daemon.config.unset(directive, value)
-        self.restart(daemon)
+            command = svcctl.parse(line.split())
+            daemon = self.daemon(machine, command.service)
+            if command.verb == "set":
+                daemon.config.set(command.directive, command.value)
+            elif command.verb == "unset":
+                daemon.config.unset(command.directive, command.value)
+            if all(d is not daemon for d in touched):
+                touched.append(daemon)
+        for daemon in touched:
+            self.restart(daemon)
 
     def restore(self, healthy: dict[tuple[str, str], Config]) -> list[str]:
         """Back to the healthy configurations: the daemons that had to be restarted."""
         restarted = []
         for key, daemon in self.daemons.items():
-            if daemon.config != healthy[key] or not daemon.alive():
+            if daemon.config.canonical() != healthy[key].canonical() or not daemon.alive():
                 daemon.config = healthy[key].copy()
                 self.restart(daemon)
                 restarted.append(f"{key[0]}/{key[1]}")

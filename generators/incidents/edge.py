@@ -83,3 +83,10 @@ def edge_rules(edge: Edge) -> tuple[tuple[str, ...], ...]:
          "-j", "ACCEPT"),
         ("iptables", "-A", "FORWARD", "-i", up, "-j", "DROP"),
     )  # fmt: skip
+
+
+def host_gateway(spec: NetSpec, lan_id: int) -> str:
+    """The address a LAN's hosts route through in an incidents lab (with its services):
+    the VRRP VIP where the LAN runs a group, else the LAN's gateway."""
+    vip = next((g.vip for g in spec.vrrp if g.lan == lan_id), None)
+    return vip or spec.lan(lan_id).gateway

@@ -33,6 +33,10 @@ class Config:
     def copy(self) -> Config:
         return copy.deepcopy(self)
 
+    def canonical(self) -> tuple:
+        """What the daemon reads: the same lines in any order configure it the same."""
+        return (self.service, tuple(sorted(self.lines)), self.fixed, self.name)
+
     def _key(self, directive: str, value: str) -> str:
         return directive_key(DIRECTIVES[(self.service, directive)], value)
 
