@@ -19,7 +19,7 @@ from generators.incidents.generator import IncidentsGenerator
 from generators.lab.reply import Command, CommandReplyFormat
 from pipeline.api import Capacity, Label, Query, StepResult, Verdict, Vocabulary
 
-LOOK = {"machine": "h1_1", "command": "ip -br addr"}  # the oracle's idle reply: it only looks
+LOOK_COMMAND = "ip -br addr"  # the oracle's idle reply on the first router: it only looks
 FEW_SHOT: tuple[tuple[str, str], ...] = (
     (
         "Checks failing now:\n  OSPF adjacencies not Full (router interface): 2: r3 r3-eth2, "
@@ -89,7 +89,10 @@ class IncidentsApp:
         replies = query.ground_truth["oracle"]
         if turn <= len(replies):
             return json.dumps(replies[turn - 1])
-        return json.dumps(replies[-1] if query.task != "mitigate" and replies else LOOK)
+        if query.task != "mitigate" and replies:
+            return json.dumps(replies[-1])
+        router = query.ground_truth.get("faults", [{}])[0].get("cause", {}).get("device", "r1")
+        return json.dumps({"machine": router, "command": LOOK_COMMAND})
 
     def score(self, query: Query, steps: Sequence[StepResult]) -> Verdict:
         return scoring.score(query, steps)

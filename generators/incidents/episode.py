@@ -56,10 +56,9 @@ class IncidentEpisode:
         self.turn = 0
 
     def observe(self) -> str:
-        head = f"{self.query.prompt}\n\nTurn 1 of {self.max_turns}."
-        if self.query.task != "mitigate":
-            return head
-        return f"{head}\n{self._status()}"
+        """The prompt (which shows what the checks read when the query was made) and the
+        turn; a mitigate episode's status follows every step."""
+        return f"{self.query.prompt}\n\nTurn 1 of {self.max_turns}."
 
     def diagnose(self, name: str, arguments: dict[str, Any]) -> str:
         """A read-only look (generators/lab/diagnostics.py): no step, no turn."""

@@ -25,7 +25,7 @@ from generators.incidents.draw import Drawn, draw
 from generators.incidents.labs import LabPool
 from generators.incidents.prompt import prompt, status
 from generators.incidents.specs import lab_json, spec
-from generators.incidents.validate import Validated, validate
+from generators.incidents.validate import REPORTED, Validated, validate
 from generators.incidents.variety import CAP_TRIES, StratumCap, lab_cycle, lab_of
 from pipeline.api import (
     KeyTracker,
@@ -126,15 +126,17 @@ class IncidentsGenerator:
         tier, task, cfg = TIERS[level], drawn.task, self.cfg
         faults = done.faults if done is not None else drawn.faults
         ticket = done.ticket if done is not None else None
-        counts = None
-        if task == "localize" and not tier.ticket and done is not None:
-            counts = status(_expand(done.symptoms), done.totals, "counts")
+        symptoms = None  # mitigate: the checks failing; localize at level 6: their counts
+        if done is not None and task == "mitigate":
+            symptoms = done.shown
+        elif done is not None and task == "localize" and not tier.ticket:
+            symptoms = status(_expand(done.symptoms), done.totals, "counts", REPORTED)
         text = prompt(
             drawn.spec, tier, task, drawn.benign,
             turns=cfg.turns(level), read_bytes=cfg.read_bytes(level),
             ticket=None if task == "detect" or ticket is None else ticket.text,
             vocabulary=self.vocabulary(level) if task == "localize" else None,
-            counts=counts,
+            symptoms=symptoms,
         )  # fmt: skip
         truth: dict[str, Any] = {
             "lab": lab_json(drawn.spec),

@@ -26,8 +26,11 @@ from contextlib import contextmanager
 from typing import Protocol, Self
 
 from emulators.netcmd.sandbox import CommandSandbox
+from emulators.netcmd.servicegate import ServiceGate
+from emulators.netcmd.svcctl import SvcctlError
 from emulators.probe import Flow
-from generators.incidents.edge import INET
+from generators.incidents.checks import Dns
+from generators.incidents.edge import INET, dns_name
 from generators.incidents.faults.kinds import Injection
 from generators.incidents.lab import IncidentLab
 from generators.netlab.live import host_flows, json_documents
@@ -40,6 +43,7 @@ SETTLE_MAX_S = 40.0
 MIN_QUIET_SAMPLES = 3
 TRANSITIONAL = ("Init", "ExStart", "Exchange", "Loading", "2-Way", "Connect", "OpenSent",
                 "OpenConfirm")  # fmt: skip
+VRRP_S = 20.0  # longest wait for VRRP masters to hold their VIPs
 FLUSH_FRR = "ip -4 route flush proto ospf; ip -4 route flush proto bgp; ip nexthop flush"
 
 
@@ -68,7 +72,11 @@ class LiveLab(Protocol):
 
     def devices(self) -> tuple[str, ...]: ...  # every device read (its routes, filters)
 
-    def sandbox_for(self, read_only: bool) -> CommandSandbox: ...
+    def sandbox_for(self, read_only: bool) -> CommandSandbox | ServiceGate: ...
+
+    def service_state(self) -> dict[str, str]: ...  # "srv1|dns" -> its configuration
+
+    def dns(self) -> Dns | None: ...  # the names every LAN must resolve, where DNS runs
 
 
 class ColdLab(IncidentLab):
@@ -80,13 +88,14 @@ class ColdLab(IncidentLab):
         super().__init__(spec, probe_timeout_ms=probe_timeout_ms, probe_retries=probe_retries)
         self._limits = (timeout_s, output_bytes)
         self.sandbox: CommandSandbox  # set on entering
-        self._looking: CommandSandbox | None = None  # its read-only twin
+        self._gates: dict[bool, CommandSandbox | ServiceGate] = {}  # by read_only
         self.restores: list[float] = []
 
     def __enter__(self) -> Self:
         super().__enter__()
         try:
             self.converge()
+            self.wait_vrrp()
             timeout_s, output_bytes = self._limits
             domains = sorted({p.domain for p in self.spec.ports} - set(self.spec.devices))
             self.sandbox = CommandSandbox(
@@ -123,6 +132,7 @@ class ColdLab(IncidentLab):
             group.start()
         self.restore_services()
         self.converge()
+        self.wait_vrrp()
         self.restores.append(time.perf_counter() - started)
 
     def apply(self, injection: Injection) -> None:
@@ -144,7 +154,15 @@ class ColdLab(IncidentLab):
                     f"{result.exit_code}: {result.output.strip()[:300]}"
                 )
             return
-        raise InjectionFailed(f"injections of kind {injection.how!r} are not supported yet")
+        if injection.how == "service":
+            if self.services is None:
+                raise InjectionFailed(f"service injection on {device}: the lab runs no services")
+            try:
+                self.services.set_trusted(device, injection.lines)
+            except SvcctlError as err:
+                raise InjectionFailed(f"injecting on {device}: {err}") from err
+            return
+        raise InjectionFailed(f"injections of kind {injection.how!r} are not supported")
 
     def shell(self, scripts: Mapping[str, str]) -> dict[str, tuple[int, str]]:
         return self.emu._shell(dict(scripts))
@@ -167,17 +185,55 @@ class ColdLab(IncidentLab):
     def devices(self) -> tuple[str, ...]:
         return (*self.spec.devices, *((INET,) if self.edge is not None else ()))
 
-    def sandbox_for(self, read_only: bool) -> CommandSandbox:
-        """The agent's sandbox; read-only (detect, localize) refuses what may change."""
-        if not read_only:
-            return self.sandbox
-        if self._looking is None:
+    def sandbox_for(self, read_only: bool) -> CommandSandbox | ServiceGate:
+        """The agent's sandbox (svcctl going to the lab's services); read-only (detect,
+        localize) refuses what may change."""
+        if read_only not in self._gates:
             s = self.sandbox
-            self._looking = CommandSandbox(
+            inner = s if not read_only else CommandSandbox(
                 s.emulator, s.machines, timeout_s=s.timeout_s, output_bytes=s.output_bytes,
                 switches=s.switches, vty_dirs=s.vty_dirs, read_only=True,
             )  # fmt: skip
-        return self._looking
+            self._gates[read_only] = inner if self.services is None else ServiceGate(
+                inner, self.services
+            )  # fmt: skip
+        return self._gates[read_only]
+
+    def service_state(self) -> dict[str, str]:
+        if self.services is None:
+            return {}
+        return {
+            f"{device}|{service}": repr((d.config.canonical(), d.alive()))
+            for (device, service), d in sorted(self.services.daemons.items())
+        }
+
+    def dns(self) -> Dns | None:
+        server = next((s for s in self.spec.services if s.kind == "dns"), None)
+        if server is None or self.services is None:
+            return None
+        clients = tuple(lan.hosts[0] for lan in self.spec.lans if lan.kind == "hosts" and lan.hosts)
+        records = tuple((dns_name(h.name), h.address.split("/")[0]) for h in self.spec.hosts)
+        return Dns(server.address.split("/")[0], clients, records)
+
+    def wait_vrrp(self, timeout_s: float = VRRP_S) -> None:
+        """Until every VRRP group's master holds its VIP (keepalived elects in seconds)."""
+        wanted = {}
+        for g in self.spec.vrrp:
+            intf = next(a.intf for a in self.spec.lan(g.lan).routers if a.router == g.master)
+            wanted[(g.master, intf)] = f" {g.vip}/"
+        deadline = time.monotonic() + timeout_s
+        while wanted:
+            outs = self.shell({r: "ip -4 -o addr show" for r, _ in wanted})
+            wanted = {
+                (r, i): vip
+                for (r, i), vip in wanted.items()
+                if not any(f" {i} " in line and vip in line for line in outs[r][1].splitlines())
+            }
+            if not wanted:
+                return
+            if time.monotonic() > deadline:
+                raise EnvironmentFailure(f"{self.spec.name}: VRRP masters without VIP: {wanted}")
+            time.sleep(POLL_S)
 
     # -- settling ----------------------------------------------------------------------
     def _protocol_commands(self) -> dict[str, list[str]]:
@@ -195,7 +251,9 @@ class ColdLab(IncidentLab):
         """(a digest of every router's routes and neighbour states, whether one is in a
         transitional state, the idle BGP peers as (router, address))."""
         outs = self.show(self._protocol_commands())
-        routes = self.shell({r.name: "ip -4 route show" for r in self.spec.routers})
+        # addresses too: a VRRP VIP moving between routers is part of settling
+        script = "ip -4 route show; ip -4 -o addr show"
+        routes = self.shell({r.name: script for r in self.spec.routers})
         parts, moving, idle = [], False, []
         for r in self.spec.routers:
             states = []

@@ -16,6 +16,17 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from emulators.netcmd.tools import ALL_TOOL_NAMES
 from generators.incidents.config import Tier
+from generators.incidents.edge import (
+    BACKUP_PRIORITY,
+    EDGE_ADDR,
+    INET,
+    INET_ADDR,
+    INET_HOST,
+    INTERNET,
+    MASTER_PRIORITY,
+    dns_name,
+    edge_of,
+)
 from generators.incidents.faults.kinds import Fault
 from generators.lab.reply import REPLY_FORMAT
 from generators.netlab.describe import describe
@@ -55,12 +66,15 @@ def shown(machine: str, command: str, output: str) -> str:
     return f"{machine}$ {command}\n{output.rstrip() or '(no output)'}"
 
 
-def status(violations: Iterable[str], totals: Mapping[str, int], mode: str) -> str:
-    """The checks failing now, per class (mode "pairs": listed; "counts": counted)."""
+def status(
+    violations: Iterable[str], totals: Mapping[str, int], mode: str,
+    head: str = "Checks failing now:",
+) -> str:  # fmt: skip
+    """The checks failing, per class (mode "pairs": listed; "counts": counted)."""
     found = sorted(violations)
     if not found:
         return "Every check passes: the network meets its intent."
-    lines = ["Checks failing now:"]
+    lines = [head]
     for prefix, what in CLASSES:
         mine = [v for v in found if v.startswith(prefix)]
         if not mine:
@@ -86,10 +100,10 @@ def prompt(
     read_bytes: int,
     ticket: str | None,
     vocabulary: Vocabulary | None,
-    counts: str | None = None,
+    symptoms: str | None = None,
 ) -> str:
     inventory = describe(spec)
-    documented = [f"  By design: {b.note or b.summary}." for b in benign]
+    documented = [*lab_intent(spec), *(f"  By design: {b.note or b.summary}." for b in benign)]
     switches = ", L2 access switches (Linux bridges)" if spec.switches else ""
     parts = [
         "You are the network operator of an emulated network (Mininet: every device a "
@@ -105,10 +119,40 @@ def prompt(
     ]
     if ticket:
         parts += ["", ticket]
-    if counts:
-        parts += ["", counts]
+    if symptoms:
+        parts += ["", symptoms]
     parts += ["", _tools(task), _budget(tier, task, turns, read_bytes)]
     return "\n".join(parts)
+
+
+def lab_intent(spec: NetSpec) -> list[str]:
+    """The intent of what the incidents lab adds to its NetSpec (generators/incidents/
+    lab.py): the internet edge, the names, the VRRP gateways."""
+    out = []
+    edge = edge_of(spec)
+    if edge is not None:
+        out.append(
+            f"  Internet: {edge.router} {edge.intf} is the uplink to the internet ({INET} "
+            f"{INET_ADDR}; {INTERNET} beyond it), learned by OSPF from {edge.router}. Hosts "
+            f"(those of NSSA areas excepted) reach {INET_HOST} over TCP and UDP, masqueraded "
+            f"as {EDGE_ADDR}; from the internet, TCP port 7 of {EDGE_ADDR} reaches "
+            f"{edge.dnat_device} (DNAT) and nothing else but replies is admitted."
+        )
+    dns = next((s for s in spec.services if s.kind == "dns"), None)
+    if dns is not None:
+        example = next(h.name for h in spec.hosts if h.role == "host")
+        out.append(
+            f"  DNS: {dns.device} ({dns.address.split('/')[0]}, dnsmasq) answers <host>.lab "
+            f"for every host ({example} is {dns_name(example)}) to every LAN."
+        )
+    if spec.vrrp:
+        pairs = sorted({(g.master, g.backup) for g in spec.vrrp})
+        out.append(
+            f"  VRRP (keepalived): each VLAN's hosts route through its VIP .254, VRID = the "
+            f"VLAN id, held by the pair's master (priority {MASTER_PRIORITY}; the backup "
+            f"{BACKUP_PRIORITY}, preempting): " + ", ".join(f"{m} over {b}" for m, b in pairs) + "."
+        )
+    return out
 
 
 def _task(tier: Tier, task: str, vocabulary: Vocabulary | None) -> str:

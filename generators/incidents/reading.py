@@ -20,12 +20,12 @@ import itertools
 import json
 import re
 import shlex
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from emulators.netcmd.sandbox import Status
 from emulators.probe import Flow
+from generators.incidents.checks import SEP, Checks, probe_id
 from generators.incidents.faults.kinds import Evidence, Probe
 from generators.incidents.labs import LiveLab
 from generators.incidents.verdict import Intent, Observed, walk
@@ -33,41 +33,11 @@ from generators.netlab.live import json_documents
 from generators.netlab.spec import NetSpec
 from pipeline.api import EnvironmentFailure
 
-SEP = "@@"
 DEVICE_SCRIPT = (
     f"ip -j -4 route show table all; echo {SEP}; ip -j -4 rule show; echo {SEP}; "
     f"iptables-save 2>/dev/null; echo {SEP}; ip -j addr show"
 )
 ICMP_HEADERS = 28  # IPv4 + ICMP headers: ping's -s is the payload
-
-
-@dataclass(frozen=True)
-class Checks:
-    """What a read probes beyond every host pair: large-packet pairs, closed flows, names,
-    and the benign anomalies' evidence (id -> commands and patterns)."""
-
-    large: tuple[Probe, ...] = ()
-    closed: tuple[Probe, ...] = ()
-    names: tuple[Probe, ...] = ()
-    benign: Mapping[str, tuple[Evidence, ...]] = field(default_factory=dict)
-
-    @classmethod
-    def of(cls, probes: Iterable[Probe], benign: Mapping[str, tuple[Evidence, ...]]) -> Checks:
-        probes = list(dict.fromkeys(probes))
-        return cls(
-            tuple(p for p in probes if p.kind == "large"),
-            tuple(p for p in probes if p.kind == "closed"),
-            tuple(p for p in probes if p.kind == "name"),
-            dict(benign),
-        )
-
-
-def probe_id(p: Probe) -> str:
-    if p.kind == "name":
-        return f"name:{p.source}:{p.name}"
-    if p.kind == "closed":
-        return f"{p.protocol}:{p.source}>{p.target}"
-    return f"large:{p.source}>{p.target}"
 
 
 def _ping(p: Probe) -> str:
@@ -95,6 +65,9 @@ def read(lab: LiveLab, checks: Checks) -> Observed:
         scripts[p.source] += "; " + _ping(p)
     for p in checks.names:
         scripts[p.source] += "; " + _dig(p)
+    if checks.dns is not None:
+        for client in checks.dns.clients:
+            scripts[client] += "; " + checks.dns.script()
     outs = lab.shell(scripts)
     routes, rules, filters, links, probes = {}, {}, {}, {}, {}
     for device, (_, out) in outs.items():
@@ -109,11 +82,17 @@ def read(lab: LiveLab, checks: Checks) -> Observed:
             raise EnvironmentFailure(f"reading {device}: {type(err).__name__}: {err}") from err
         filters[device] = filter_rules(parts[2])
         probes |= _probe_results(extra, checks)
+        if checks.dns is not None and device in checks.dns.clients:
+            found = re.search(rf"{SEP}dns\n(.*?){SEP}end", extra, re.S)
+            probes |= checks.dns.judge(device, found.group(1) if found else "")
     ospf, bgp = neighbours(lab.show(protocol_commands(spec)))
     benign = {
         bid: all(matches(lab, e) for e in evidence) for bid, evidence in checks.benign.items()
     }
-    return Observed(failed, closed_open, probes, ospf, bgp, routes, rules, filters, links, benign)
+    return Observed(
+        failed, closed_open, probes, ospf, bgp, routes, rules, filters, links, benign,
+        lab.service_state(),
+    )  # fmt: skip
 
 
 def sections(out: str) -> tuple[list[str], str]:

@@ -18,9 +18,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from generators.incidents.checks import Checks
 from generators.incidents.faults.kinds import Fault
 from generators.incidents.labs import LiveLab
-from generators.incidents.reading import Checks, large_pairs, read
+from generators.incidents.reading import large_pairs, read
 from generators.incidents.verdict import Golden, Intent, Observed, judge
 from generators.netlab.frrconf import DEAD
 
@@ -28,7 +29,8 @@ STEP_WINDOW_S = 1.0
 FINAL_WINDOW_S = DEAD + 0.5
 # Violations no agent-visible behaviour shows: a fault whose only violations are these
 # (an extra route that carries nothing, a rule no packet meets) is not observable.
-STRUCTURAL = ("intent:kernel:", "intent:rule:", "intent:filter:", "intent:link:")
+STRUCTURAL = ("intent:kernel:", "intent:rule:", "intent:filter:", "intent:link:",
+              "intent:service:")  # fmt: skip
 
 
 class Unhealthy(Exception):
@@ -71,7 +73,8 @@ class Session:
         )
         probes = large_pairs(self.intent, golden_read)
         probes += [p for f in (*self.benign, *self.faults) for p in f.probes]
-        self.checks = Checks.of(probes, {str(i): b.evidence for i, b in enumerate(self.benign)})
+        evidence = {str(i): b.evidence for i, b in enumerate(self.benign)}
+        self.checks = Checks.of(probes, evidence, self.lab.dns())
         state = self.read()
         if not state.ok:
             shown = ", ".join(sorted(state.violations)[:5])

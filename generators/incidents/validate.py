@@ -46,6 +46,7 @@ from generators.incidents.session import Session, State, Unhealthy
 from generators.incidents.verdict import by_class
 from pipeline.api import EnvironmentFailure
 
+REPORTED = "Checks failing when this was reported:"
 DISTANT = {"small": 2, "medium": 3, "large": 3, "xlarge": 3}  # hops of a distant symptom
 
 
@@ -54,6 +55,7 @@ class Validated:
     faults: tuple[Fault, ...]  # in the oracle's fixing order
     oracle: list[dict[str, Any]]  # the oracle's replies
     symptoms: dict[str, int]  # violations of the faulty network, by class
+    shown: str  # what the faulty network's checks show, as the tier's status words
     totals: dict[str, int]  # checks per class (flows per protocol, large pairs)
     ticket: tickets.Ticket | None
     masking: list[list[str]] = field(default_factory=list)  # [masker, masked] proven
@@ -124,7 +126,7 @@ def _validate(
         if not end.ok:
             return f"the healthy network does not last: {sorted(end.violations)[:3]}"
         oracle = [{"answer": {"healthy": True}}]
-        return Validated((), oracle, {}, every, None, seconds=clock)
+        return Validated((), oracle, {}, "", every, None, seconds=clock)
     sandbox = lab.sandbox_for(False)
     signatures: dict[str, frozenset[str]] = {}
     tick = time.perf_counter()
@@ -184,7 +186,8 @@ def _validate(
     if spent > read_bytes // 2:
         return f"the oracle reads {spent} bytes, over half of {read_bytes}"
     symptoms = by_class(together.violations)
-    return Validated(order, replies, symptoms, every, ticket, masking, spent, clock)
+    text = status(together.violations, every, tier.symptoms, REPORTED)
+    return Validated(order, replies, symptoms, text, every, ticket, masking, spent, clock)
 
 
 def _few(state: State) -> str:

@@ -7,8 +7,8 @@ classes (DESIGN28 §3.1):
 
   works    every ordered host pair over ICMP, TCP and UDP (the prober's flows); large
            packets (1,400 bytes, DF) between representative pairs; names that must resolve
-           (the lab's DNS, where the query runs one)
-           -> `works:icmp:h1_1>h4_2`, `works:large:h1_1>h4_1`, `works:name:h1_1:www`
+           (every host's name at the lab's DNS, asked from the first host of every LAN)
+           -> `works:icmp:h1_1>h4_2`, `works:large:h1_1>h4_1`, `works:name:h1_1:h3-2.lab`
   closed   flows that must stay closed do not answer -> `closed:tcp:h1_1>srv1`
   intent   the protocol and configuration state the prompt states:
              adjacency  every OSPF link's adjacency Full at both ends, on its interfaces
@@ -26,6 +26,8 @@ classes (DESIGN28 §3.1):
                         routers (the kernels' FIBs walked hop by hop)
              ecmp       each ECMP intent's router spreads the prefix over the intended
                         interfaces
+             vrrp       each VRRP group's VIP held by its intended master alone
+             service    each service daemon's configuration (DNS, VRRP) as intended
   benign   each benign anomaly still shows (its evidence still matches)
 
 The intended protocol-learned routes and the intended kernel, rule, filter and link state
@@ -62,6 +64,7 @@ class Observed:
     filters: Mapping[str, Sequence[str]] = field(default_factory=dict)
     links: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # dev -> if -> desc
     benign: Mapping[str, bool] = field(default_factory=dict)  # benign index -> still there
+    services: Mapping[str, str] = field(default_factory=dict)  # "srv1|dns" -> its config
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -75,6 +78,7 @@ class Observed:
             "filters": {d: list(r) for d, r in self.filters.items()},
             "links": {d: dict(x) for d, x in self.links.items()},
             "benign": dict(self.benign),
+            "services": dict(self.services),
         }
 
     @classmethod
@@ -90,6 +94,7 @@ class Observed:
             {d: list(r) for d, r in data["filters"].items()},
             {d: dict(x) for d, x in data["links"].items()},
             dict(data["benign"]),
+            dict(data.get("services", {})),
         )
 
 
@@ -103,6 +108,7 @@ class Golden:
     rules: Mapping[str, tuple[str, ...]]
     filters: Mapping[str, tuple[str, ...]]
     links: Mapping[str, Mapping[str, str]]
+    services: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
     def of(cls, observed: Observed, routers: Iterable[str]) -> Golden:
@@ -113,6 +119,7 @@ class Golden:
             rules={d: tuple(r) for d, r in observed.rules.items()},
             filters={d: tuple(r) for d, r in observed.filters.items()},
             links={d: dict(x) for d, x in observed.links.items()},
+            services=dict(observed.services),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -122,6 +129,7 @@ class Golden:
             "rules": {d: list(r) for d, r in self.rules.items()},
             "filters": {d: list(r) for d, r in self.filters.items()},
             "links": {d: dict(x) for d, x in self.links.items()},
+            "services": dict(self.services),
         }
 
     @classmethod
@@ -132,6 +140,7 @@ class Golden:
             {d: tuple(r) for d, r in data["rules"].items()},
             {d: tuple(r) for d, r in data["filters"].items()},
             {d: dict(x) for d, x in data["links"].items()},
+            dict(data.get("services", {})),
         )
 
 
@@ -252,6 +261,12 @@ def judge(intent: Intent, seen: Observed) -> frozenset[str]:
         have = seen.links.get(device, {})
         names = set(wanted) | set(have)
         out |= {f"intent:link:{device}:{i}" for i in names if have.get(i) != wanted.get(i)}
+    out |= {
+        f"intent:service:{k.replace('|', ':')}"
+        for k in set(golden.services) | set(seen.services)
+        if golden.services.get(k) != seen.services.get(k)
+    }
+    out |= _vrrp(spec, seen)
     out |= _paths(intent, seen)
     out |= _ecmp(spec, seen)
     out |= {f"benign:{b}" for b in intent.benign if not seen.benign.get(b, False)}
@@ -302,6 +317,20 @@ def _ecmp(spec: NetSpec, seen: Observed) -> set[str]:
         devs = sorted({d for r in routes for _, d in hops(r) if d})
         if devs != sorted(e.via):
             out.add(f"intent:ecmp:{e.router}:{e.prefix}")
+    return out
+
+
+def _vrrp(spec: NetSpec, seen: Observed) -> set[str]:
+    """Each VRRP group's VIP is held by its intended master alone."""
+    out = set()
+    for g in spec.vrrp:
+        lan = spec.lan(g.lan)
+        holds = {
+            a.router: f" {g.vip}/" in f" {seen.links.get(a.router, {}).get(a.intf, '')}"
+            for a in lan.routers
+        }
+        if not holds.get(g.master) or any(v for r, v in holds.items() if r != g.master):
+            out.add(f"intent:vrrp:{g.vrid}")
     return out
 
 
