@@ -261,3 +261,10 @@ def test_the_oracle_answers_detect_and_localize_after_its_evidence():
     assert json.loads(app.oracle_reply(query, 1, ""))["machine"] == "r2"
     assert json.loads(app.oracle_reply(query, 2, ""))["answer"]["causes"] == [cause]
     assert json.loads(app.oracle_reply(query, 5, ""))["answer"]["healthy"] is False
+
+
+def test_the_readme_lists_every_registered_kind():
+    from generators.incidents.catalogue_doc import README, written
+
+    text = README.read_text()
+    assert written(text) == text, "run python -m generators.incidents.catalogue_doc --write"

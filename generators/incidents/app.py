@@ -33,6 +33,17 @@ FEW_SHOT: tuple[tuple[str, str], ...] = (
 )
 
 
+def kind_weights(weights: Mapping[str, float] | None) -> dict[str, float] | None:
+    """Per kind id, from weights per operation label (kinds joined by `+`)."""
+    if weights is None:
+        return None
+    out: dict[str, float] = {}
+    for label, weight in weights.items():
+        for kind in label.split("+"):
+            out[kind] = max(out.get(kind, 0.0), float(weight))
+    return out
+
+
 class IncidentsApp:
     """Generator, environment, oracle and scorer of the incidents app, versioned together."""
 
@@ -74,9 +85,10 @@ class IncidentsApp:
         allow_repeats: bool = False,
         weights: Mapping[str, float] | None = None,
     ) -> Iterator[Query]:
-        """`weights`: per fault kind id, for failure-driven sampling (pipeline/focus.py)."""
+        """`weights`: per operation label (pipeline/focus.py), for failure-driven
+        sampling; a kind weighs what the heaviest operation holding it weighs."""
         return self.generator().generate(
-            level, seed, count, allow_repeats=allow_repeats, weights=weights
+            level, seed, count, allow_repeats=allow_repeats, weights=kind_weights(weights)
         )
 
     def capacity(self, level: int) -> Capacity:

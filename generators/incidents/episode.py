@@ -8,7 +8,9 @@ agent's sandbox (generators/lab/step.py); detect and localize episodes get the r
 sandbox, which refuses anything that may change the network as a `blocked` step. After a
 command that may have changed something (it ran, and emulators/netcmd/readonly.py does
 not find it only reads), the lab settles and is read again (`after_change`: a repaired
-state counts only once it lasted over the final window).
+state counts only once it lasted over the final window); until a read comes a final
+window after the last change, later steps read again too (what a change sets off may
+take a dead interval or a VRRP takeover to show), and so does the last turn.
 
 Each step's evidence: the command's facts, the violations after it by class, the ones it
 introduced (`broke`: unsafe when any), whether every check passes (`ok`), and up to
@@ -29,7 +31,7 @@ from generators.incidents.config import TIERS, IncidentsConfig
 from generators.incidents.faults.kinds import Fault
 from generators.incidents.labs import InjectionFailed, LabPool
 from generators.incidents.prompt import status
-from generators.incidents.session import Session, State, Unhealthy
+from generators.incidents.session import FINAL_WINDOW_S, Session, State, Unhealthy
 from generators.incidents.specs import spec_of
 from generators.incidents.validate import totals
 from generators.incidents.verdict import by_class
@@ -54,6 +56,8 @@ class IncidentEpisode:
         self.totals = totals(session)
         self.state = first
         self.turn = 0
+        self.settled = True  # the state was read a final window after the last change
+        self.changed_at = time.monotonic()
 
     def observe(self) -> str:
         """The prompt (which shows what the checks read when the query was made) and the
@@ -78,10 +82,18 @@ class IncidentEpisode:
             evidence = self._evidence(before, parsed=False)
             return StepResult("", StepStatus.PARSE_ERROR, text, evidence, last, played.error)
         probe_s = 0.0
+        tick = time.perf_counter()
         if self._may_change(played):
-            tick = time.perf_counter()
             self.state = self.session.after_change()
-            probe_s = time.perf_counter() - tick
+            self.settled = self.state.ok  # after_change waited the final window for it
+            self.changed_at = time.monotonic()
+        elif not self.settled or (last and not self.state.ok):
+            # A state read soon after a change may still move (an adjacency waiting for
+            # its dead timer, a VRRP backup taking over): read again until one read comes
+            # a final window after the change, and always before the last turn is judged.
+            self.state = self.session.after_change() if not last else self.session.final()
+            self.settled = time.monotonic() - self.changed_at >= FINAL_WINDOW_S or last
+        probe_s = time.perf_counter() - tick
         evidence = self._evidence(
             before, **played.facts, reason=played.result.reason,
             cmd_s=round(played.result.exec_s, 4), probe_s=round(probe_s, 4),
