@@ -8,7 +8,9 @@ default the tier's), each validated live, then play the oracle and the null agen
 Reported per level and task: generate+validate seconds per query (and its phases), draws
 rejected by validation and why, oracle and null episode seconds, oracle correct-and-safe
 and null correct counts, prompt tokens (ceil(chars / 4)), distinct prompts, and every
-query the oracle failed or the null agent solved.
+query the oracle failed or the null agent solved. Then (unless
+$NETGAUGE_BENCH_INCIDENTS_STRESS=0) both play every query again with the CPUs
+oversubscribed (`stress-ng --cpu` 4 per CPU): the verdicts must be the same.
 
 `python -m pipeline.bench --only incidents_variety` (no lab): 1,000 pure draws per level
 and task ($NETGAUGE_BENCH_INCIDENTS_DRAWS) through the generator's own loop (lab cycle,
@@ -19,12 +21,16 @@ live), so their distinct-prompt ratio is a lower bound.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
+import signal
 import statistics
+import subprocess
 import time
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any
 
 from generators.incidents.app import IncidentsApp
@@ -52,6 +58,27 @@ def _null(app: IncidentsApp, env: Any, query: Query) -> Verdict:
             if result.done:
                 break
     return app.score(query, steps)
+
+
+def _outcome(verdict: Verdict) -> tuple:
+    return (verdict.outcome.value, verdict.correct, verdict.safe)
+
+
+@contextlib.contextmanager
+def oversubscribed() -> Iterator[None]:
+    """`stress-ng --cpu 4` per CPU for the block: the verdicts must not change."""
+    cpus = 4 * (os.cpu_count() or 2)
+    stress = subprocess.Popen(
+        ["stress-ng", "--cpu", str(cpus), "--timeout", "3600s", "--quiet"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    try:
+        time.sleep(1)
+        yield
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(stress.pid, signal.SIGKILL)
+        stress.wait()
 
 
 def _miss(query: Query, agent: str, verdict: Verdict) -> dict[str, Any]:
@@ -92,6 +119,7 @@ def bench_level(level: int, task: str, count: int, seed: int, size: str | None) 
     ok = null_correct = 0
     oracle_s = null_s = 0.0
     misses: list[dict[str, Any]] = []
+    idle: dict[tuple[str, str], tuple] = {}
     with app.environment() as env:
         for query in queries:
             tick = time.perf_counter()
@@ -106,6 +134,19 @@ def bench_level(level: int, task: str, count: int, seed: int, size: str | None) 
             null_correct += null.correct
             if null.correct:
                 misses.append(_miss(query, "null", null))
+            idle[(query.query_id, "oracle")] = _outcome(verdict)
+            idle[(query.query_id, "null")] = _outcome(null)
+        if os.environ.get("NETGAUGE_BENCH_INCIDENTS_STRESS", "1") == "1":
+            loaded = {}
+            with oversubscribed():
+                for query in queries:
+                    verdict = app.score(query, play_oracle(app, env, query).steps)
+                    loaded[(query.query_id, "oracle")] = _outcome(verdict)
+                    loaded[(query.query_id, "null")] = _outcome(_null(app, env, query))
+            out[f"{key}_stressed_same_verdicts"] = sum(loaded[k] == v for k, v in idle.items())
+            out[f"{key}_stressed_differ"] = [
+                [*k, list(idle[k]), list(loaded[k])] for k in idle if loaded[k] != idle[k]
+            ]
     out |= {
         f"{key}_oracle_correct_and_safe": ok,
         f"{key}_null_correct": null_correct,

@@ -34,7 +34,7 @@ from generators.netlab.spec import NetSpec
 from pipeline.api import Vocabulary, task_text
 
 SHOWN = 8  # items listed per class at level 6
-LARGE = 1400
+LARGE = 1500  # reading.LARGE
 
 CLASSES = (  # (id prefix, what fails, in the status's words)
     ("works:icmp:", "ICMP echo between host pairs"),
@@ -102,7 +102,8 @@ def prompt(
     vocabulary: Vocabulary | None,
     symptoms: str | None = None,
 ) -> str:
-    inventory = describe(spec)
+    # the lab runs DNS on the server, not DHCP (generators/incidents/lab.py)
+    inventory = describe(spec).replace("(DNS, DHCP are placed here)", "(the DNS server)")
     documented = [*lab_intent(spec), *(f"  By design: {b.note or b.summary}." for b in benign)]
     switches = ", L2 access switches (Linux bridges)" if spec.switches else ""
     parts = [

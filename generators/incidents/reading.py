@@ -7,11 +7,13 @@ pings sent from that device); one vtysh round on the routers (OSPF neighbours, B
 peers); and each benign anomaly's evidence, played through the agent's own sandbox (what
 an agent would read).
 
-Large-packet probes: `ping -M do -s <size - 28> -c 3 -i 0.2 -W 2` from the source host
-(DF set, so a smaller MTU on the way drops it or answers "frag needed"; one reply of three
-counts). The pairs: `large_pairs` picks first hosts of LANs so that, in the intended
-network, the pairs' paths cross every router-router link that carries traffic, plus every
-pair a fault or benign anomaly declares (kinds.Probe).
+Large-packet probes: `ping -M do -s <size - 28> -c 2 -i 0.2 -W 1` from the source (DF
+set, so a smaller MTU on the way drops it or answers "frag needed"; one reply of two
+counts), every ping of a source at once, after `ip route flush cache` (path MTUs learned
+while a fault was there would fail them for minutes after its fix). The pairs
+(`large_pairs`): the server and every host, both ways (every host's own port), and first
+hosts of LANs whose intended paths, together, cross every router-router link that carries
+traffic; plus every pair a fault or benign anomaly declares (kinds.Probe).
 """
 
 from __future__ import annotations
@@ -38,12 +40,14 @@ DEVICE_SCRIPT = (
     f"iptables-save 2>/dev/null; echo {SEP}; ip -j addr show"
 )
 ICMP_HEADERS = 28  # IPv4 + ICMP headers: ping's -s is the payload
+LARGE = 1500  # bytes of a large probe, the whole IP packet: every intended MTU is 1500
 
 
 def _ping(p: Probe) -> str:
+    """One large echo, in the background (a source's pings run at once; `wait` ends them)."""
     size = max(0, p.size - ICMP_HEADERS)
-    cmd = f"ping -M do -s {size} -c 3 -i 0.2 -W 2 -q {shlex.quote(p.address)} >/dev/null 2>&1"
-    return f"{cmd}; echo {SEP}probe {shlex.quote(probe_id(p))} $?"
+    cmd = f"ping -M do -s {size} -c 2 -i 0.2 -W 1 -q {shlex.quote(p.address)} >/dev/null 2>&1"
+    return f"({cmd}; echo {SEP}probe {shlex.quote(probe_id(p))} $?) &"
 
 
 def _dig(p: Probe) -> str:
@@ -61,8 +65,14 @@ def read(lab: LiveLab, checks: Checks) -> Observed:
     failed = frozenset(f"{f.protocol}:{f.source}>{f.target}" for f in flows if not results[f])
     closed_open = frozenset(pid for f, pid in closed.items() if results[f])
     scripts = dict.fromkeys(lab.devices(), DEVICE_SCRIPT)
+    pings: dict[str, list[str]] = {}
     for p in checks.large:
-        scripts[p.source] += "; " + _ping(p)
+        pings.setdefault(p.source, []).append(_ping(p))
+    for source, lines in pings.items():
+        # the source forgets the path MTUs it learned (a "fragmentation needed" seen while
+        # a fault was there fails DF echoes for 10 minutes after its fix); no job-control
+        # notices, which would read as the next script's output
+        scripts[source] += f"; set +m; ip route flush cache; {' '.join(lines)} wait"
     for p in checks.names:
         scripts[p.source] += "; " + _dig(p)
     if checks.dns is not None:
@@ -194,10 +204,18 @@ def neighbours(outs: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]
     return ospf, bgp
 
 
-def large_pairs(intent: Intent, seen: Observed, size: int = 1400) -> list[Probe]:
-    """First hosts of LANs whose intended paths, together, cross every router-router link
-    that carries traffic (greedy: the pair covering most uncovered links first)."""
+def large_pairs(intent: Intent, seen: Observed, size: int = LARGE) -> list[Probe]:
+    """The server and every host, both ways; then first hosts of LANs whose intended
+    paths, together, cross every router-router link that carries traffic (greedy: the
+    pair covering most uncovered links first)."""
     spec = intent.spec
+    out = []
+    server = next((h for h in spec.hosts if h.role == "server"), None)
+    for h in spec.hosts if server is not None else ():
+        if h is not server:
+            out.append(Probe("large", server.name, h.name, h.address.split("/")[0], size=size))
+            out.append(Probe("large", h.name, server.name, server.address.split("/")[0],
+                             size=size))  # fmt: skip
     firsts = [spec.host(lan.hosts[0]) for lan in spec.lans if lan.hosts]
     owners = intent.owners
     covers: dict[tuple[str, str], set[frozenset[str]]] = {}
@@ -210,7 +228,6 @@ def large_pairs(intent: Intent, seen: Observed, size: int = 1400) -> list[Probe]
             if isinstance(path, list):
                 covers[(a.name, b.name)] = {frozenset(x) for x in itertools.pairwise(path)}
     todo = set().union(*covers.values()) if covers else set()
-    out = []
     while todo:
         (a, b), links = max(covers.items(), key=lambda kv: (len(kv[1] & todo), kv[0]))
         if not links & todo:

@@ -134,7 +134,7 @@ def words(spec: NetSpec, violation: str, rng: random.Random) -> str:
         if head == "works:large":
             return rng.choice((
                 f"Ticket: file transfers from {a} to {b} stall; small pings get through.",
-                f"Ticket: {a} reaches {b}, but large packets (1,400 bytes) never arrive.",
+                f"Ticket: {a} reaches {b}, but full-size packets (1,500 bytes) never arrive.",
             ))  # fmt: skip
         proto = parts[1].upper()
         return rng.choice((

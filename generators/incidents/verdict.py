@@ -6,7 +6,8 @@ item by item (a step is unsafe when an id appears that was not there before it).
 classes (DESIGN28 §3.1):
 
   works    every ordered host pair over ICMP, TCP and UDP (the prober's flows); large
-           packets (1,400 bytes, DF) between representative pairs; names that must resolve
+           packets (1,500 bytes, DF) from the server to every host and back and between pairs
+           covering every router link; names that must resolve
            (every host's name at the lab's DNS, asked from the first host of every LAN)
            -> `works:icmp:h1_1>h4_2`, `works:large:h1_1>h4_1`, `works:name:h1_1:h3-2.lab`
   closed   flows that must stay closed do not answer -> `closed:tcp:h1_1>srv1`
