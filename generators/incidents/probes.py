@@ -5,8 +5,8 @@ once, emulators' `_shell`):
   flows  every host pair over ICMP, TCP and UDP, plus the internet edge's flows
          (lab.edge_flows): the in-process prober (emulators/probe.py);
   large  1500-byte ICMP echoes with DF set (`ping -M do -s 1472`) from srv1 to every host
-         and back: a smaller MTU anywhere on the way, or a lost "fragmentation needed",
-         fails them while small flows pass;
+         and back, each source's learned path MTUs flushed first: a smaller MTU anywhere
+         on the way, or a lost "fragmentation needed", fails them while small flows pass;
   names  every host asks the lab's DNS server for three hosts' names, round robin (`dig
          +noall +answer`, one dig per client): the answers it got, name -> address;
   vips   which routers hold each VRRP group's VIP (the intent: its master, alone).
@@ -25,6 +25,10 @@ from generators.netlab.live import host_flows
 
 LARGE_PAYLOAD = 1472  # with 28 bytes of headers: a 1500-byte packet
 SCRIPT_S = 20.0
+# Before the large echoes, the source forgets the path MTUs it learned: a "fragmentation
+# needed" seen while a fault was there would fail them for 10 minutes after its fix
+# (net.ipv4.route.mtu_expires), judging the probes' own history, not the network.
+FLUSH = "ip route flush cache; "
 # Names each host asks for, round robin over every host's name, so every name is asked
 # by several clients and a dead server costs a client at most this many 1 s timeouts.
 NAMES_PER_CLIENT = 3
@@ -88,6 +92,8 @@ def observe(lab: IncidentLab) -> Observation:
     for g in spec.vrrp if lab.gateways else ():
         for router in (g.master, g.backup):
             scripts.setdefault(router, "ip -4 -o addr show; ")
+    for source in {p[0] for p in pings} if server is not None else ():
+        scripts[source] = FLUSH + scripts[source]
     scripts = {d: s + "wait" for d, s in scripts.items()}
     outputs = lab.emu._shell(scripts, timeout_s=SCRIPT_S) if scripts else {}
     for device, (_, out) in outputs.items():
