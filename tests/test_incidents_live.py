@@ -53,8 +53,8 @@ def test_each_tier_through_pipeline_run(tmp_path: Path, level: int, task: str) -
     rows = (
         connect(data)
         .execute(
-            "SELECT agent, task, correct, safe, score, stratum, turn_budget, read_budget "
-            "FROM episodes JOIN queries USING (query_id) ORDER BY agent"
+            "SELECT e.agent, e.task, e.correct, e.safe, e.score, q.stratum, e.turn_budget "
+            "FROM episodes e JOIN queries q ON e.query_id = q.query_id ORDER BY e.agent"
         )
         .fetchall()
     )

@@ -24,5 +24,7 @@ APP = AppSpec(
     benches=(
         BenchSpec("incidents_levels", ".bench:run_levels"),
         BenchSpec("incidents_variety", ".bench:run_variety"),
+        # the live proof of the data-plane, L2 and services kinds (faults_dp); root, ~8 min
+        BenchSpec("incidents_catalogue_dp", ".faults.bench_dp:run_catalogue_dp"),
     ),
 )

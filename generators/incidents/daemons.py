@@ -86,6 +86,7 @@ class Daemon:
     config: Config
     proc: subprocess.Popen | None = None
     restarts: int = 0
+    running: Config | None = None  # the configuration it was started with
 
     def write(self) -> None:
         (self.folder / "daemon.conf").write_text(self.config.render())
@@ -94,6 +95,7 @@ class Daemon:
         for stale in self.folder.glob("*.pid"):  # readiness is a fresh pid file
             stale.unlink()
         self.write()
+        self.running = self.config.copy()
         log = open(self.folder / "daemon.out", "ab")  # noqa: SIM115
         self.proc = subprocess.Popen(
             ["nsenter", f"--net={self.netns}", *jail_argv(self.folder, self.service)],
@@ -103,11 +105,23 @@ class Daemon:
         log.close()
 
     def stop(self) -> None:
+        """Kill the jail (its pid namespace goes with it). keepalived killed so leaves the
+        addresses it held: they are removed here, so a restarted daemon starts clean."""
         if self.proc is not None and self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGKILL)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout=5)
         self.proc = None
+        if self.service == "vrrp" and self.running is not None:
+            intfs = dict(group.split() for group in self.running.fixed)
+            for directive, value in self.running.lines:
+                vrid, _, address = value.partition(" ")
+                if directive == "virtual_ipaddress" and vrid in intfs:
+                    subprocess.run(
+                        ["nsenter", f"--net={self.netns}", "ip", "addr", "del", address,
+                         "dev", intfs[vrid]],
+                        capture_output=True, timeout=10, check=False,
+                    )  # fmt: skip
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None

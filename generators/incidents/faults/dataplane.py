@@ -250,7 +250,7 @@ def interface_down(rng: random.Random, spec: NetSpec, taken: Taken) -> Fault | N
         summary=f"{r}'s LAN port {intf} is administratively down",
         inject=[h.argv(r, f"ip link set {intf} down")],
         fix=[(r, f"ip link set {intf} up")],
-        evidence=[h.Evidence(r, f"ip -br link show dev {intf}", rf"(?m)^{intf}\s+DOWN")],
+        evidence=[h.Evidence(r, f"ip -br link show dev {intf}", rf"(?m)^{intf}(@\S+)?\s+DOWN")],
         elements=[f"intf:{r}:{intf}", f"lan:{lan}"],
     )  # fmt: skip
 

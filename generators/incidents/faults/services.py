@@ -149,8 +149,8 @@ def vrrp_vip_wrong(rng: random.Random, spec: NetSpec, taken: Taken) -> Fault | N
         return None
     return h.fault(
         "services.vrrp_vip_wrong", g.master, f"vrrp:{g.vrid}", placement="vrrp",
-        summary=f"{g.master}, master of VRRP group {g.vrid}, holds {wrong} instead of the "
-        f"VIP {g.vip}: the VLAN's gateway answers nowhere",
+        summary=f"{g.master}, master of VRRP group {g.vrid}, announces {wrong} instead of the "
+        f"VIP {g.vip}; {g.backup} drops its mismatching adverts and takes the VIP itself",
         inject=[_svc(g.master, f"vrrp set virtual_ipaddress {g.vrid} {wrong}/24")],
         fix=[(g.master, f"svcctl vrrp set virtual_ipaddress {g.vrid} {g.vip}/24")],
         evidence=[h.evidence(g.master, "svcctl vrrp show", f"{wrong}/24", line=True)],
@@ -207,7 +207,8 @@ _kind(
 _kind(
     "vrrp_vip_wrong",
     vrrp_vip_wrong,
-    "a VRRP master holds the wrong virtual address",
+    "a VRRP router announces the wrong virtual address",
     "vrrp:<vrid>",
     topologies={"campus"},
+    checks=("intent",),
 )
