@@ -70,9 +70,10 @@ def read(lab: LiveLab, checks: Checks) -> Observed:
         pings.setdefault(p.source, []).append(_ping(p))
     for source, lines in pings.items():
         # the source forgets the path MTUs it learned (a "fragmentation needed" seen while
-        # a fault was there fails DF echoes for 10 minutes after its fix); no job-control
-        # notices, which would read as the next script's output
-        scripts[source] += f"; set +m; ip route flush cache; {' '.join(lines)} wait"
+        # a fault was there fails DF echoes for 10 minutes after its fix); the pings run
+        # in a subshell, whose background jobs print no job-control notices (the node's
+        # interactive shell would print "[1] <pid>" among the outputs)
+        scripts[source] += f"; ip route flush cache; ({' '.join(lines)} wait)"
     for p in checks.names:
         scripts[p.source] += "; " + _dig(p)
     if checks.dns is not None:
@@ -106,14 +107,14 @@ def read(lab: LiveLab, checks: Checks) -> Observed:
 
 
 def sections(out: str) -> tuple[list[str], str]:
-    """The four outputs of DEVICE_SCRIPT (separated by lines `@@`), and what the probes
-    after it printed (their lines start with `@@`)."""
+    """The four outputs of DEVICE_SCRIPT (separated by lines `@@`; the last is one line of
+    JSON), and what the probes after it printed."""
     parts: list[list[str]] = [[]]
     extra: list[str] = []
     for line in out.split("\n"):
         if line == SEP and len(parts) < 4:
             parts.append([])
-        elif len(parts) == 4 and (line.startswith(SEP) or extra):
+        elif len(parts) == 4 and (parts[3] or extra):
             extra.append(line)
         else:
             parts[-1].append(line)
