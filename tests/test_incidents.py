@@ -212,9 +212,11 @@ def test_readers_parse_what_the_tools_print():
     assert interfaces(addrs) == {"r1-eth1": "up mtu 1500 master - 10.1.1.1/24"}
     parts, extra = sections("[]\n@@\n[]\n@@\n@@\n[]\n@@probe large:a>b 0")
     assert parts == ["[]", "[]", "", "[]"] and extra == "@@probe large:a>b 0"
-    dns = Dns("10.1.250.53", ("h1_1",), (("h1-1.lab", "10.1.1.11"), ("h2-1.lab", "10.1.2.11")))
-    got = dns.judge("h1_1", "h1-1.lab.\t0\tIN\tA\t10.1.1.11\nh2-1.lab.\t0\tIN\tA\t10.1.9.9\n")
-    assert got == {"name:h1_1:h1-1.lab": True, "name:h1_1:h2-1.lab": False}
+    records = (("h1-1.lab", "10.1.1.11"), ("h2-1.lab", "10.1.2.11"), ("h3-1.lab", "10.1.3.11"))
+    dns = Dns("10.1.250.53", ("h1_1", "h2_1"), records)
+    assert dns.asked("h1_1") == records[0::2] and dns.asked("h2_1") == records[1:2]
+    got = dns.judge("h1_1", "h1-1.lab.\t0\tIN\tA\t10.1.1.11\nh3-1.lab.\t0\tIN\tA\t10.1.9.9\n")
+    assert got == {"name:h1_1:h1-1.lab": True, "name:h1_1:h3-1.lab": False}
 
 
 # -- tickets ------------------------------------------------------------------------------

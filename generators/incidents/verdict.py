@@ -8,7 +8,7 @@ classes (DESIGN28 §3.1):
   works    every ordered host pair over ICMP, TCP and UDP (the prober's flows); large
            packets (1,500 bytes, DF) from the server to every host and back and between pairs
            covering every router link; names that must resolve
-           (every host's name at the lab's DNS, asked from the first host of every LAN)
+           (every host's name at the lab's DNS, each asked by one LAN's first host)
            -> `works:icmp:h1_1>h4_2`, `works:large:h1_1>h4_1`, `works:name:h1_1:h3-2.lab`
   closed   flows that must stay closed do not answer -> `closed:tcp:h1_1>srv1`
   intent   the protocol and configuration state the prompt states:
