@@ -104,7 +104,9 @@ def prompt(
 ) -> str:
     # the lab runs DNS on the server, not DHCP (generators/incidents/lab.py)
     inventory = describe(spec).replace("(DNS, DHCP are placed here)", "(the DNS server)")
-    documented = [*lab_intent(spec), *(f"  By design: {b.note or b.summary}." for b in benign)]
+    # an anomaly with no injection is built into the lab: describe() documents it already
+    own = [f"  By design: {b.note or b.summary}." for b in benign if b.inject]
+    documented = [*lab_intent(spec), *own]
     switches = ", L2 access switches (Linux bridges)" if spec.switches else ""
     parts = [
         "You are the network operator of an emulated network (Mininet: every device a "
