@@ -54,7 +54,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_ask.add_argument("--grid", help="only the cells of this grid (needs its plan file)")
     p_ask.add_argument("--csv", action="store_true", help="print CSV instead of a table")
     args = parser.parse_args(argv)
+    try:
+        return _dispatch(args)
+    except (NetGaugeError, duckdb.Error) as err:  # a wrong name, grid, data dir or query
+        print(f"error: {_one_line(err)}", file=sys.stderr)
+        return 2
 
+
+def _one_line(err: Exception) -> str:
+    """DuckDB's messages run over lines ("... does not exist!\nDid you mean ..."): one line."""
+    return " ".join(line.strip() for line in str(err).splitlines() if line.strip())
+
+
+def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "questions":
         for name in names():
             print(f"{name}: {question(name).text}")
@@ -76,11 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             cols = con.sql(f"DESCRIBE {table}").fetchall()
             print(f"{table}: " + ", ".join(f"{c[0]} {c[1]}" for c in cols))
         return 0
-    try:
-        result = con.sql(args.query)
-    except duckdb.Error as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    result = con.sql(args.query)
     if result is None:
         return 0
     if args.csv:
@@ -120,7 +128,7 @@ def _ask(args: argparse.Namespace) -> int:
             cells = read_plan(args.data_dir, args.grid)
         result = ask(connect(args.data_dir), args.name, params, where=cell_filter(cells))
     except (NetGaugeError, duckdb.Error) as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {_one_line(err)}", file=sys.stderr)
         return 2
     if args.csv:
         result.to_csv(sys.stdout, index=False)

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from pipeline.core import Query
+from pipeline.heartbeat import waiting
 
 
 @dataclass
@@ -75,12 +76,20 @@ def agent_episode(
     e.g. running code on a copy of MALT's graph), when the app has any."""
     opener = getattr(agent, "episode", None)
     if opener is None:
-        return _nothing()
+        return _nothing(query)
     if probe is not None and "probe" in inspect.signature(opener).parameters:
-        return opener(query, max_turns, probe=probe)
-    return opener(query, max_turns)
+        return _shown(query, opener(query, max_turns, probe=probe))
+    return _shown(query, opener(query, max_turns))
 
 
 @contextlib.contextmanager
-def _nothing() -> Iterator[EpisodeEnd]:
-    yield EpisodeEnd()
+def _nothing(query: Query) -> Iterator[EpisodeEnd]:
+    with waiting(f"episode {query.query_id}"):
+        yield EpisodeEnd()
+
+
+@contextlib.contextmanager
+def _shown(query: Query, block: AbstractContextManager[EpisodeEnd]) -> Iterator[EpisodeEnd]:
+    """The agent's block, shown by the job's heartbeat while it lasts (pipeline/heartbeat.py)."""
+    with waiting(f"episode {query.query_id}"), block as end:
+        yield end

@@ -23,7 +23,8 @@ What an app is made of:
   untrusted reply), `JSON` (the decoder for untrusted JSON: any number of digits),
   `write_whole` and `replacing` (atomic files);
 - for its benchmarks, which drive the pipeline as a user does: `load_app` (an app as a
-  cell makes it), `play_oracle`, `smollm2_tokens`, `SHARED_DATA`.
+  cell makes it), `play_oracle`, `smollm2_tokens`, `SHARED_DATA`; the reply fuzzer's
+  `FuzzTarget`, `fuzz_app` and `fuzz_figures` (pipeline/fuzz/).
 """
 
 from __future__ import annotations
@@ -56,6 +57,9 @@ from pipeline.errors import (
     QueryGenerationError,
 )
 from pipeline.files import replacing, write_whole
+from pipeline.fuzz.harness import Target as FuzzTarget
+from pipeline.fuzz.run import figures as fuzz_figures
+from pipeline.fuzz.run import fuzz_app
 from pipeline.play import EpisodeLoop, play_oracle
 from pipeline.querygen import (
     SEED_SLOTS,
@@ -100,6 +104,7 @@ __all__ = [
     "EnvironmentFailure",
     "Episode",
     "EpisodeLoop",
+    "FuzzTarget",
     "KeyTracker",
     "Label",
     "NetGaugeError",
@@ -117,6 +122,8 @@ __all__ = [
     "canonical_json",
     "cause",
     "fenced_blocks",
+    "fuzz_app",
+    "fuzz_figures",
     "key_slot",
     "load_app",
     "operational",

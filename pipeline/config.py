@@ -21,6 +21,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from pipeline import registry
+from pipeline.configkeys import check_keys
 from pipeline.core import canonical_json
 from pipeline.diagnosis import TASKS
 from pipeline.errors import ConfigError
@@ -145,13 +146,15 @@ def check_choice(group: str, name: str) -> str:
 
 
 def check_overrides(overrides: Sequence[str]) -> None:
-    """Catch unknown group choices in CLI overrides (also comma sweeps) with our wording."""
+    """Catch unknown group choices (also comma sweeps) and unknown keys in CLI overrides,
+    with our wording (pipeline/configkeys.py), before Hydra answers with its own."""
     for item in overrides:
         key, sep, value = item.partition("=")
         key = key.lstrip("+~")
         if sep and key in GROUPS:
             for name in value.split(","):
                 check_choice(key, name.strip().strip("'\""))
+    check_keys(overrides, NetGaugeConfig)
 
 
 _KEYWORDS = {"null", "true", "false", "nan", "inf"}
@@ -396,6 +399,9 @@ def check_time_limits(turn_timeout_s: float, episode_timeout_s: float) -> None:
 
 def _first_line(err: BaseException) -> str:
     text = str(err).strip()
+    # OmegaConf's "full_key: …", "object_type=…" lines repeat what the message names.
+    noise = ("full_key:", "object_type=", "reference_type=")
     lines = [line.strip() for line in text.splitlines() if line.strip()]
+    lines = [line for line in lines if not line.startswith(noise)]
     # Hydra puts the useful part ("Could not find 'app/mat'", options) over several lines.
     return " ".join(lines[:6]) if lines else type(err).__name__

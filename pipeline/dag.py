@@ -25,7 +25,9 @@ from pipeline.plan import Plan, load_plan
 from pipeline.records import shard_rows
 from pipeline.registry import conf_dirs
 
-STAGE_CMD = f"{shlex.quote(sys.executable)} -m pipeline.stages"
+# The rules send a job's output to its log; `3>&2` first hands the console over as file
+# descriptor 3, where the job's heartbeat goes too (pipeline/heartbeat.py).
+STAGE_CMD = f"NETGAUGE_CONSOLE_FD=3 {shlex.quote(sys.executable)} -m pipeline.stages 3>&2"
 ANALYSIS_CMD = f"{shlex.quote(sys.executable)} -m analysis"  # summarize and report
 _NAME = r"[a-z0-9][a-z0-9_.-]*"
 WILDCARDS = {

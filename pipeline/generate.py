@@ -14,6 +14,7 @@ from pipeline.cells import cell_from_config
 from pipeline.core import App, Query, canonical_json
 from pipeline.errors import QueryGenerationError
 from pipeline.focus import generate_kwargs, weights
+from pipeline.heartbeat import waiting
 from pipeline.records import read_shard, shard_hash, shard_rows, to_table, write_shard
 
 log = logging.getLogger(__name__)
@@ -46,13 +47,15 @@ def generate(cfg: DictConfig, app: App | None = None) -> Path:
     )
     stored = canonical_json(focus) if focus else ""
     task = str(cfg.app.get("task", "mitigate"))
-    for query in tqdm(queries, total=count, desc=f"generate {cell.query_part}", unit="q"):
-        if query.task != task:
-            raise QueryGenerationError(
-                f"app '{cfg.app.name}' made {query.query_id} a {query.task} query; its config "
-                f"asks for task={task}"
-            )
-        rows.append(query_row(query, app_version(cfg), cell.app_variant) | {"focus": stored})
+    bar = tqdm(queries, total=count, desc=f"generate {cell.query_part}", unit="q")
+    with waiting(f"the next query of {cell.query_part} (drawn, then validated live)"):
+        for query in bar:
+            if query.task != task:
+                raise QueryGenerationError(
+                    f"app '{cfg.app.name}' made {query.query_id} a {query.task} query; its "
+                    f"config asks for task={task}"
+                )
+            rows.append(query_row(query, app_version(cfg), cell.app_variant) | {"focus": stored})
     write_shard("queries", to_table("queries", rows), path, config_hash=digest)
     log.info("wrote %d queries to %s", len(rows), path)
     return path

@@ -39,6 +39,7 @@ from pipeline.core import canonical_json
 from pipeline.datadir import ensure_layout
 from pipeline.errors import ConfigError
 from pipeline.files import write_whole
+from pipeline.preflight import check_cell
 from pipeline.splits import check_seeds
 
 log = logging.getLogger(__name__)
@@ -228,6 +229,7 @@ def _grid_cells(grid: Any, agents: Mapping[str, Any], data_dir: str) -> list[Cel
                 lowest = min(registry.APPS.get(str(load_choice("app", app).kind)).levels)
                 draft = Cell(app, model, agent, lowest, 0, 1, overrides=overrides)
                 cfg = cell_config(draft, data_dir)
+                check_cell(cfg, probe=False)  # a missing agent.url fails here, not in a job
                 found[combo] = cell_from_config(cfg), str(cfg.app.get("task", "mitigate"))
             (made, kind) = found[combo]
             for level, seed, count in itertools.product(grid.levels, grid.seeds, counts):

@@ -27,6 +27,8 @@ from pipeline.cells import cell_from_config
 from pipeline.config import CONF_DIR, check_overrides, quote_choices, searchpath, validate
 from pipeline.errors import NetGaugeError
 from pipeline.generate import generate
+from pipeline.heartbeat import Heartbeat
+from pipeline.preflight import check_cell, check_data_dir
 from pipeline.records import read_shard, shard_hash
 from pipeline.runner import run
 from pipeline.scoring import score
@@ -39,16 +41,18 @@ log = logging.getLogger(__name__)
 def run_cell(cfg: DictConfig) -> dict[str, object]:
     """Bring one cell up to date; return its cell key and correctness rate."""
 
+    check_cell(cfg)  # what needs no work, before any: the agent's and the model's needs
     app = make_app(cfg)
     cell = cell_from_config(cfg)
     paths = layout(cfg)
-    generate(cfg, app)  # a no-op when the shard already holds enough queries
-    digest = run_hash(cfg)
-    if shard_hash(paths.transcripts(cell)) != digest:
-        run(cfg)
-    scored = (paths.episodes(cell), paths.steps(cell), paths.calls(cell), paths.cells(cell))
-    if any(shard_hash(p) != digest for p in scored):
-        score(cfg)
+    with Heartbeat(cell.part):
+        generate(cfg, app)  # a no-op when the shard already holds enough queries
+        digest = run_hash(cfg)
+        if shard_hash(paths.transcripts(cell)) != digest:
+            run(cfg)
+        scored = (paths.episodes(cell), paths.steps(cell), paths.calls(cell), paths.cells(cell))
+        if any(shard_hash(p) != digest for p in scored):
+            score(cfg)
     episodes = read_shard("episodes", paths.episodes(cell)).to_pydict()
     n = len(episodes["correct"])
     rate = sum(episodes["correct"]) / n if n else 0.0
@@ -72,6 +76,11 @@ if __name__ == "__main__":
     try:
         given = [a for a in sys.argv[1:] if not a.startswith("-")]
         check_overrides(given)
+        # Hydra makes its log folder in the data directory before any of our code runs.
+        for data_dir in {a.partition("=")[2] for a in given if a.startswith("data_dir=")} or {
+            "data"
+        }:
+            check_data_dir(data_dir)
         for warning in check_run_seeds(given):
             print(f"warning: {warning}", file=sys.stderr)
     except NetGaugeError as err:

@@ -19,6 +19,7 @@ from pipeline.cells import NO_MODEL, cell_from_config, parse_cell
 from pipeline.config import variant_overrides
 from pipeline.errors import ConfigError, NetGaugeError
 from pipeline.generate import generate
+from pipeline.heartbeat import Heartbeat
 from pipeline.plan import load_plan
 from pipeline.runner import run, run_model
 from pipeline.scoring import score
@@ -77,16 +78,21 @@ def cmd_plan(args: argparse.Namespace) -> None:
 
 
 def cmd_generate(args: argparse.Namespace) -> None:
-    print(generate(_config(args)))
+    cfg = _config(args)
+    with Heartbeat(f"generate {cell_from_config(cfg).query_part}"):
+        print(generate(cfg))
 
 
 def cmd_run(args: argparse.Namespace) -> None:
-    print(run(_config(args)))
+    cfg = _config(args)
+    with Heartbeat(f"run {cell_from_config(cfg).part}"):
+        print(run(cfg))
 
 
 def cmd_run_model(args: argparse.Namespace) -> None:
-    for path in run_model(args.grid, args.model, args.data_dir):
-        print(path)
+    with Heartbeat(f"run_model_{args.model} (grid {args.grid})"):
+        for path in run_model(args.grid, args.model, args.data_dir):
+            print(path)
 
 
 def cmd_score(args: argparse.Namespace) -> None:

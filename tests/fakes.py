@@ -10,6 +10,7 @@ the same episodes as a chain of tasks, read from each step's evidence.
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,12 @@ class EchoConfig:
     # Queries whose environment crashes: a fault of the machine, not of the task, so it
     # never splits cells (the rerun after a fix resumes the same cell).
     fail_on: list[int] = operational(default_factory=list)
+    # Queries whose step waits for SLOW_STEP to be set (at most 30 s): a slow boundary of
+    # our own, for the heartbeat's tests.
+    slow_on: list[int] = operational(default_factory=list)
+
+
+SLOW_STEP = threading.Event()
 
 
 class _Episode:
@@ -38,12 +45,15 @@ class _Episode:
         self.query = query
         self.max_turns = cfg.max_turns
         self.fail = query.index in cfg.fail_on
+        self.slow = query.index in cfg.slow_on
         self.retry_wrong = cfg.retry_wrong
 
     def observe(self) -> str:
         return self.query.prompt
 
     def step(self, reply: str) -> StepResult:
+        if self.slow:
+            SLOW_STEP.wait(timeout=30)
         if self.fail:
             raise EnvironmentFailure(f"emulator crashed on query {self.query.index}")
         text = reply.strip()

@@ -14,9 +14,17 @@ after it stopped; `diff` lists what differs:
 Keys the kernel changes by itself and pytest's own temporary folders are left out (listed
 below, each with its reason); of the processes only the one taking the snapshot is: a
 process the test run started during a suite and left running is a difference like any
-other, while its helpers started before the first snapshot appear in both. Anything else
-that happens on the host meanwhile shows up too, as it would if an agent had done it: run
-the suites that use this on a quiet machine (CI is one), not beside other jobs.
+other, while its helpers started before the first snapshot appear in both.
+
+Processes and files are compared for what the project could have done: the first snapshot
+starts a `tests.hostwatch.Tracker`, which follows from the kernel every process that
+descends from this test process (through setsid, double forks, namespaces, other uids) and
+every file those processes create, delete, move or write. A process difference is kept
+when the process is (or was) one of them, a file difference when one of them touched that
+path; other users' processes and files under /tmp come and go unseen. The network,
+sysctls and kernel modules are compared whole. As root on a kernel with the proc connector
+and fanotify (CI's); elsewhere, and if the kernel dropped events, everything is compared,
+as before: then run the suites on a quiet machine.
 """
 
 from __future__ import annotations
@@ -26,15 +34,21 @@ import json
 import os
 import subprocess
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+from tests.hostwatch import Tracker
 
 SYSCTL_TOPS = ("/proc/sys/net", "/proc/sys/kernel")
 # The kernel changes these by itself: a counter of the last pid handed out, a fresh uuid
-# on every read, the entropy estimate, the conntrack entry count (expiring flows).
+# on every read, the entropy estimate, the conntrack entry count (expiring flows), the
+# pty pairs in use (every terminal and node shell on the machine).
 VOLATILE_KEYS = frozenset(
     {
         "/proc/sys/kernel/ns_last_pid",
+        "/proc/sys/kernel/pty/nr",
         "/proc/sys/kernel/random/uuid",
         "/proc/sys/kernel/random/entropy_avail",
         "/proc/sys/net/netfilter/nf_conntrack_count",
@@ -69,6 +83,16 @@ class HostState:
     files: dict[str, tuple] = field(default_factory=dict)
     processes: dict[tuple[int, int], tuple[int, str]] = field(default_factory=dict)
     modules: str = ""  # /proc/modules, names and states (sizes and use counts move)
+    tracker: Tracker | None = None  # whose processes and files are ours (None: all are)
+
+
+_tracker: list[Tracker | None] = []  # the session's, started by the first snapshot
+
+
+def tracker() -> Tracker | None:
+    if not _tracker:
+        _tracker.append(Tracker.start(FILE_TOPS))
+    return _tracker[0]
 
 
 def _run(argv: list[str]) -> str:
@@ -177,19 +201,26 @@ def _processes() -> dict[tuple[int, int], tuple[int, str]]:
     return out
 
 
-def snapshot() -> HostState:
+def snapshot(watch: Tracker | None = None) -> HostState:
+    """The host now; `watch` (default: the session's tracker) attributes what differs."""
+    watching = watch or tracker()  # started before anything it must see
     return HostState(
         network={name: _run(argv) for name, argv in NETWORK_COMMANDS.items()},
         sysctls=_sysctls(),
         files=_files(),
         processes=_processes(),
         modules=_modules(),
+        tracker=watching,
     )
 
 
-def _diff_maps(kind: str, a: dict, b: dict, limit: int = 10) -> list[str]:
+def _diff_maps(
+    kind: str, a: dict, b: dict, limit: int = 10, keep: Callable[[Any], bool] | None = None
+) -> list[str]:
     out = []
     for key in sorted(set(a) | set(b), key=str):
+        if keep is not None and a.get(key) != b.get(key) and not keep(key):
+            continue  # someone else's
         if key not in b:
             out.append(f"{kind} gone: {key} (was {str(a[key])[:200]})")
         elif key not in a:
@@ -203,12 +234,19 @@ def _diff_maps(kind: str, a: dict, b: dict, limit: int = 10) -> list[str]:
 
 
 def diff(before: HostState, after: HostState) -> list[str]:
-    """Every difference between two snapshots, one line each (empty: the host is unchanged)."""
+    """Every difference between two snapshots, one line each (empty: the host is unchanged);
+    of processes and files, those of the test run's own processes (see the docstring)."""
+    watch = before.tracker
+    ours_file: Callable[[Any], bool] | None = None
+    ours_process: Callable[[Any], bool] | None = None
+    if watch is not None and not watch.lost:
+        ours_file = watch.paths().__contains__
+        ours_process = watch.pid_of_ours
     return [
         *_diff_maps("network", before.network, after.network),
         *_diff_maps("sysctl", before.sysctls, after.sysctls),
-        *_diff_maps("file", before.files, after.files),
-        *_diff_maps("process", before.processes, after.processes),
+        *_diff_maps("file", before.files, after.files, keep=ours_file),
+        *_diff_maps("process", before.processes, after.processes, keep=ours_process),
         *_diff_maps("module", _lines(before.modules), _lines(after.modules)),
     ]
 

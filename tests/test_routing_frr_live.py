@@ -219,3 +219,19 @@ def test_a_byte_bgpd_holds_breaks_no_read_of_a_step(env):
         assert "X\ufffd" in lab.daemons.vtysh(router, ["show bgp summary json"])
         step = episode.step(json.dumps({"machine": router, "command": "ip link set dev lo up"}))
         assert step.status is StepStatus.OK, step.error  # after_change read bgpd's summary
+
+
+def test_hostile_replies_leave_the_frr_labs_typed_and_usable(app, env):
+    """The reply fuzzer's CI share of routing levels 4 and 5 (tests/test_fuzz.py has the
+    other apps', and the doors of this reply format), on this module's live labs: vtysh -c
+    lines and kernel tools mutated; no finding (pipeline/fuzz/)."""
+    from generators.benches.fuzz import LAB_CORPUS, VTYSH_CORPUS
+    from pipeline.fuzz.harness import Target
+    from pipeline.fuzz.run import fuzz_app
+    from tests.test_fuzz import SEED, report
+
+    queries = [_query(4), _query(5)]
+    target = Target("routing L45", app, queries, "command", VTYSH_CORPUS + LAB_CORPUS[:6], False)
+    run = fuzz_app(target, 8, 0, SEED, env=env)
+    assert run.findings == [], report(run)
+    assert run.tally.tried == 8

@@ -3,7 +3,8 @@
 Modules: isolation (what the jails cost per action: a lab command and a kubectl command,
 bare vs jailed), bounds (the kernel memory one lab can be made to hold, before and after
 the bounds by effect; needs root, ~15 minutes), checks (what the lab apps' intended-state
-checks cost per episode, and the prober against fping).
+checks cost per episode, and the prober against fping), fuzz (the reply fuzzer's targets:
+hostile replies through every app and agent door, crashes found; pipeline/fuzz/).
 """
 
 from pipeline.api import BenchSpec
@@ -12,4 +13,5 @@ BENCHES = [
     BenchSpec("isolation", ".isolation:run_all", default=True),
     BenchSpec("checks", ".checks:bench"),
     BenchSpec("bounds", ".bounds:run_all"),
+    BenchSpec("fuzz", ".fuzz:bench", default=True),
 ]

@@ -59,7 +59,7 @@ def diagnose(sandbox: CommandSandbox, name: str, arguments: dict[str, Any]) -> s
     machine, what = arguments.get("machine"), arguments.get("what")
     if not isinstance(machine, str) or not machine.strip():
         return 'show needs a "machine" string, e.g. r0'
-    if what not in SHOWN:
+    if not isinstance(what, str) or what not in SHOWN:  # a list or object: unhashable
         return f'show needs "what", one of: {", ".join(SHOWN)}'
     machine = machine.strip()
     result = sandbox.run(machine, SHOWN[what])

@@ -31,6 +31,12 @@ class A2AAgentConfig:
             raise ConfigError(f"agent.url='{self.url}' must start with http:// or https://")
         check_time_limits(self.turn_timeout_s, self.episode_timeout_s)
 
+    def ready(self) -> None:
+        """What the agent needs from NetGauge's environment, checked before any work
+        (pipeline/preflight.py)."""
+        self.require_url()
+        self.resolved_headers()
+
     def require_url(self) -> str:
         """The URL, or a ConfigError saying how to give one (checked before any episode,
         not at composition: a named file may leave it to an override)."""

@@ -31,6 +31,7 @@ from google.protobuf.message import Message as ProtoMessage
 
 from pipeline.agents import Reply
 from pipeline.errors import AgentFailure, AgentTimeout
+from pipeline.heartbeat import waiting
 
 MAX_BODY = 8 << 20  # bytes of one HTTP response read from the agent
 MAX_STORED = 16_384  # characters of a message and its reply kept in `calls`
@@ -41,7 +42,20 @@ _FAILED = {
     TaskState.TASK_STATE_CANCELED,
     TaskState.TASK_STATE_AUTH_REQUIRED,
 }
-ERRORS = (A2AError, httpx.HTTPError, json_format.ParseError, ValueError)
+# What the SDK raises on an answer it cannot read (each seen by pipeline/fuzz): a body or
+# card nested past the JSON parser's depth (RecursionError), a result of the wrong JSON
+# type (TypeError), an enum given as 1e309 (OverflowError), a field name protobuf's C
+# parser chokes on (SystemError).
+ERRORS = (
+    A2AError,
+    httpx.HTTPError,
+    json_format.ParseError,
+    ValueError,
+    RecursionError,
+    TypeError,
+    OverflowError,
+    SystemError,
+)
 
 
 class Conversation:
@@ -74,7 +88,8 @@ class Conversation:
             why = f"the episode's limit agent.episode_timeout_s={self._episode_s} s passed"
         started = time.monotonic()
         try:
-            answer = self._runner.run(asyncio.wait_for(self._exchange(text), timeout))
+            with waiting(f"the A2A agent at {self.url}"):
+                answer = self._runner.run(asyncio.wait_for(self._exchange(text), timeout))
             reply, state, usage = self._read(answer)
         except TimeoutError:
             raise AgentTimeout(why, calls=[self._call(text, "", started)]) from None
@@ -83,7 +98,7 @@ class Conversation:
             raise AgentFailure(reason, calls=[self._call(text, "", started)]) from err
         call = self._call(text, reply, started, state, usage)
         if state in _FAILED:
-            name = TaskState.Name(state)
+            name = _state_name(state)
             raise AgentFailure(f"the A2A agent's task ended {name}: {reply[:500]!r}", calls=[call])
         return Reply(
             reply,
@@ -154,7 +169,7 @@ class Conversation:
             "latency_s": time.monotonic() - started,
             "ttft_s": None,
             "tokens_per_s": None,
-            "finish_reason": TaskState.Name(state) if state is not None else None,
+            "finish_reason": _state_name(state) if state is not None else None,
             "request": request[:MAX_STORED],
             "response": response[:MAX_STORED],
             "dropped_turns": 0,
@@ -207,6 +222,14 @@ def _usage(message: ProtoMessage) -> dict[str, Any]:
     meta = json_format.MessageToDict(message.metadata) if message.HasField("metadata") else {}
     usage = meta.get("usage")
     return usage if isinstance(usage, dict) else {}
+
+
+def _state_name(state: int) -> str:
+    """A task state's name; an agent may send a number no state has (protobuf keeps it)."""
+    try:
+        return TaskState.Name(state)
+    except ValueError:
+        return f"TASK_STATE_UNKNOWN_{state}"
 
 
 def _count(value: Any) -> int | None:

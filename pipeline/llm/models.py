@@ -25,6 +25,7 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from pipeline.errors import ConfigError
+from pipeline.heartbeat import waiting
 from pipeline.serving.client import ChatClient, ChatResult, Sampling
 from pipeline.serving.config import VllmModelConfig
 from pipeline.serving.server import open_endpoint
@@ -47,7 +48,8 @@ class ChatBackend:
         future = asyncio.run_coroutine_threadsafe(
             self._client.chat(messages, **options), self._loop
         )
-        return future.result()
+        with waiting(f"the model {self.name}"):
+            return future.result()
 
 
 class ModelPool:

@@ -60,6 +60,11 @@ class MCPAgentConfig:
             if not ENV_NAME.match(name):
                 raise ConfigError(f"agent.env / agent.pass_env: '{name}' is no variable name")
 
+    def ready(self) -> None:
+        """What the program needs from NetGauge's environment, checked before any work
+        (pipeline/preflight.py)."""
+        self.require_command()
+
     def require_command(self) -> list[str]:
         """The command, or a ConfigError saying how to give one (checked before any
         episode, not at composition: a named file may leave it to an override)."""

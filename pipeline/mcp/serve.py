@@ -45,17 +45,17 @@ def serve(argv: Sequence[str], out: TextIO = sys.stdout) -> dict[str, Any]:
 
     overrides, own = split_arguments(argv)
     index = _integer(own.get("index", "0"), "index")
+    agent_cfg = MCPAgentConfig(  # checked before any query is generated
+        name="person",
+        turn_timeout_s=_seconds(own.get("turn_timeout_s", "1800"), "turn_timeout_s"),
+        episode_timeout_s=_seconds(own.get("episode_timeout_s", "14400"), "episode_timeout_s"),
+    )
+    agent_cfg.validate()
     cfg = compose([*overrides, f"queries={index + 1}"] if "query" not in own else overrides)
     app = make_app(cfg)
     generate(cfg, app)
     queries = read_queries(layout(cfg).queries(cell_from_config(cfg)))
     query = _pick(queries, index, own.get("query"))
-    agent_cfg = MCPAgentConfig(
-        name="person",
-        turn_timeout_s=float(own.get("turn_timeout_s", 1800)),
-        episode_timeout_s=float(own.get("episode_timeout_s", 4 * 3600)),
-    )
-    agent_cfg.validate()
 
     def announce(url: str) -> None:
         print(f"query {query.query_id}: MCP server (streamable HTTP) at\n  {url}", file=out)
@@ -92,6 +92,13 @@ def serve(argv: Sequence[str], out: TextIO = sys.stdout) -> dict[str, Any]:
     }
     print(json.dumps(result), file=out, flush=True)
     return result
+
+
+def _seconds(value: str, key: str) -> float:
+    try:
+        return float(value)
+    except ValueError:
+        raise ConfigError(f"{key}={value!r} is not a number of seconds (e.g. {key}=600)") from None
 
 
 def _integer(value: str, key: str) -> int:

@@ -35,6 +35,7 @@ from pipeline.agents import EpisodeEnd, Probe, Reply
 from pipeline.config import ROOT
 from pipeline.core import Query, ReplyFormat, diagnostics
 from pipeline.errors import AgentFailure
+from pipeline.heartbeat import waiting
 from pipeline.mcp import bridge
 from pipeline.mcp.channel import Channel
 from pipeline.mcp.config import MCPAgentConfig
@@ -134,7 +135,8 @@ class Session:
         if left < timeout:
             timeout = max(0.0, left)
             why = f"the episode's limit agent.episode_timeout_s={cfg.episode_timeout_s} s passed"
-        arguments, calls = self._channel.exchange(observation, timeout, why, self._gone)
+        with waiting(f"the MCP agent's next action ({self.query.query_id})"):
+            arguments, calls = self._channel.exchange(observation, timeout, why, self._gone)
         prompt = [c["prompt_tokens"] for c in calls if c["prompt_tokens"] is not None]
         completion = [c["completion_tokens"] for c in calls if c["completion_tokens"] is not None]
         return Reply(

@@ -353,7 +353,7 @@ def _json_or_text(body: bytes) -> Any:
     text = body.decode("utf-8", errors="replace")
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return text
 
 

@@ -29,6 +29,7 @@ from typing import Protocol, Self
 import httpx
 
 from pipeline.errors import ConfigError, EnvironmentFailure
+from pipeline.heartbeat import waiting
 from pipeline.procs import die_with_parent, free_port, group_members
 from pipeline.serving.config import VllmModelConfig
 from pipeline.serving.cpus import AVAILABLE, bind_env
@@ -95,6 +96,9 @@ class ExternalEndpoint:
         return key
 
     def __enter__(self) -> Self:
+        from pipeline.preflight import reach
+
+        reach(self.base_url)  # one line now, not an env_error (and traceback) per episode
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -227,7 +231,8 @@ class ManagedServer:
                     start_new_session=True,
                     preexec_fn=die_with_parent,
                 )
-            self._wait_ready(retry_port=not last_attempt)
+            with waiting(f"the model server {self.served_name} to start (vLLM)"):
+                self._wait_ready(retry_port=not last_attempt)
         except BaseException:
             self.stop()
             raise
