@@ -25,6 +25,8 @@ APP = AppSpec(
         BenchSpec("incidents_levels", ".bench:run_levels"),
         BenchSpec("incidents_variety", ".bench:run_variety"),
         # the live proof of the data-plane, L2 and services kinds (faults_dp); root, ~8 min
-        BenchSpec("incidents_catalogue_dp", ".faults.bench_dp:run_catalogue_dp"),
+        BenchSpec("incidents_catalogue_dp", ".catalogue_dp:run_catalogue_dp"),
+        # the live proof of the OSPF and BGP kinds and benign anomalies (faults_rp); root, ~10 min
+        BenchSpec("incidents_catalogue", ".faults.bench:run_catalogue"),
     ),
 )

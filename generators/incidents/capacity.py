@@ -18,7 +18,7 @@ from pathlib import Path
 
 from generators.incidents import APP_VERSION
 from generators.incidents.config import TIERS, IncidentsConfig, selected
-from generators.incidents.draw import draw
+from generators.incidents.draw import draw, holds_intent_only, tier_families
 from generators.incidents.faults import kinds as catalogue
 from generators.incidents.specs import spec
 from generators.netlab.spec import VARIANTS
@@ -38,10 +38,12 @@ def _count(cfg: IncidentsConfig, level: int) -> Capacity:
     tier = TIERS[level]
     allowed = selected(cfg.faults) if cfg.faults is not None else None
     keys: dict[str, str] = {}
-    for family in cfg.families():
+    for family in tier_families(tier, cfg.families(), allowed):
         for size in cfg.sizes(level):
             for variant in range(VARIANTS):
                 lab = spec(family, size, variant)
+                if tier.intent_only and not holds_intent_only(lab, allowed):
+                    continue  # the generator takes another variant (generator._lab)
                 rng = random.Random(f"incidents-capacity:{level}:{lab.name}")
                 for _ in range(SAMPLES):
                     drawn = draw(lab, tier, cfg.task, allowed, rng)

@@ -79,10 +79,39 @@ def intent_only(kind: FaultKind) -> bool:
 
 
 def fault_kinds(spec: NetSpec, allowed: frozenset[str] | None) -> list[FaultKind]:
+    return fault_kinds_of(spec.family, allowed)
+
+
+def tier_families(
+    tier: Tier, families: tuple[str, ...], allowed: frozenset[str] | None
+) -> tuple[str, ...]:
+    """The lab families a tier draws on: at a tier that asks for intent-only faults (L8),
+    only families where an allowed kind loses no flow (chain and ISP labs have none: every
+    OSPF or BGP fault there costs a flow, no path or VRRP intent can move); all of
+    `families` when none has one, so the draw says why it fails."""
+    if tier.intent_only == 0:
+        return families
+    kept = tuple(f for f in families if any(intent_only(k) for k in fault_kinds_of(f, allowed)))
+    return kept or families
+
+
+def holds_intent_only(spec: NetSpec, allowed: frozenset[str] | None) -> bool:
+    """Whether an allowed intent-only kind finds a place on the lab (some variants hold
+    no path intent: an OSPF cost moves nothing the verdict walks there)."""
+    rng = random.Random(f"incidents-intent-only:{spec.name}")
+    return any(
+        k.draw(rng, spec, Taken()) is not None
+        for k in fault_kinds(spec, allowed)
+        if intent_only(k)
+        for _ in range(4)
+    )
+
+
+def fault_kinds_of(family: str, allowed: frozenset[str] | None) -> list[FaultKind]:
     return [
         k
         for k in catalogue.kinds()
-        if spec.family in k.topologies and (allowed is None or k.id in allowed)
+        if family in k.topologies and (allowed is None or k.id in allowed)
     ]
 
 

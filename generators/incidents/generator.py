@@ -20,13 +20,14 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from generators.incidents import APP_VERSION
-from generators.incidents.config import TIERS, IncidentsConfig, selected
-from generators.incidents.draw import Drawn, draw
+from generators.incidents.config import TIERS, IncidentsConfig, Tier, selected
+from generators.incidents.draw import Drawn, draw, holds_intent_only, tier_families
 from generators.incidents.labs import LabPool
 from generators.incidents.prompt import prompt, status
 from generators.incidents.specs import lab_json, spec
 from generators.incidents.validate import REPORTED, Validated, validate
 from generators.incidents.variety import CAP_TRIES, StratumCap, lab_cycle, lab_of
+from generators.netlab.spec import VARIANTS, NetSpec
 from pipeline.api import (
     KeyTracker,
     Query,
@@ -69,7 +70,8 @@ class IncidentsGenerator:
     ) -> Iterator[Query]:
         tier = TIERS[level]
         allowed = selected(self.cfg.faults) if self.cfg.faults is not None else None
-        pairs = lab_cycle(self.cfg.families(), self.cfg.sizes(level), level, seed)
+        families = tier_families(tier, self.cfg.families(), allowed)
+        pairs = lab_cycle(families, self.cfg.sizes(level), level, seed)
         cap = StratumCap()
         capacity = self._capacity
         tracker = KeyTracker(
@@ -79,7 +81,7 @@ class IncidentsGenerator:
         with LabPool(self.cfg, self.cfg.max_live_labs) as pool:
             for index in range(count):
                 rng = query_rng(seed, level, index)
-                lab = spec(*lab_of(pairs, index))
+                lab = self._lab(tier, pairs, index, allowed)
 
                 def pick(rng: Any = rng, lab: Any = lab) -> tuple[str, Drawn] | str:
                     drawn = self._capped(cap, lambda: draw(
@@ -103,6 +105,21 @@ class IncidentsGenerator:
                 query = stamp(taken.value, taken)
                 cap.add(query.stratum)
                 yield query
+
+    @staticmethod
+    def _lab(tier: Tier, pairs: list[tuple[str, str]], index: int, allowed: Any) -> NetSpec:
+        """Query `index`'s lab; at a tier that asks an intent-only fault, the next variant of
+        its (family, size) that can hold one when its own cannot (netlab variants differ in
+        areas and protocols, and some hold no path intent)."""
+        family, size, variant = lab_of(pairs, index)
+        lab = spec(family, size, variant)
+        if tier.intent_only == 0 or holds_intent_only(lab, allowed):
+            return lab
+        for step in range(1, VARIANTS):
+            other = spec(family, size, (variant + step) % VARIANTS)
+            if holds_intent_only(other, allowed):
+                return other
+        return lab
 
     @staticmethod
     def _capped(cap: StratumCap, one: Callable[[], Drawn | str]) -> Drawn | str:

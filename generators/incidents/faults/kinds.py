@@ -140,19 +140,23 @@ class Fault:
     note: str = ""  # benign: its documentation, as the prompt's intent section shows it
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "cause": self.cause.to_json(),
-            "placement": self.placement,
-            "summary": self.summary,
-            "inject": [i.to_json() for i in self.inject],
-            "fix": [{"machine": m, "command": c} for m, c in self.fix],
-            "evidence": [e.to_json() for e in self.evidence],
-            "elements": sorted(self.elements),
-            "benign": self.benign,
-            "probes": [p.to_json() for p in self.probes],
-            "note": self.note,
-        }
+        # probes and note only when present: a fault without them serializes (and keys its
+        # query) exactly as before they existed, so the routing families' pinned draws hold
+        return (
+            {
+                "kind": self.kind,
+                "cause": self.cause.to_json(),
+                "placement": self.placement,
+                "summary": self.summary,
+                "inject": [i.to_json() for i in self.inject],
+                "fix": [{"machine": m, "command": c} for m, c in self.fix],
+                "evidence": [e.to_json() for e in self.evidence],
+                "elements": sorted(self.elements),
+                "benign": self.benign,
+            }
+            | ({"probes": [p.to_json() for p in self.probes]} if self.probes else {})
+            | ({"note": self.note} if self.note else {})
+        )
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Fault:
