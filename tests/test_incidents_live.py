@@ -1,6 +1,7 @@
-"""The incidents app on live labs, as a user runs it: one small chain lab shared by every
-tier (app.topology=chain, app.size=small), each query generated and validated live, then
-played by the oracle and the null agent through `python -m pipeline.run` (generate, run,
+"""The incidents app on live labs, as a user runs it: one small mesh lab shared by every
+tier (app.topology=mesh, app.size=small: level 8 asks an intent-only fault, which chain
+labs cannot hold; mesh-small-0 has 4 routers), each query generated and validated live,
+then played by the oracle and the null agent through `python -m pipeline.run` (generate, run,
 score, the shards a DAG writes), and the DAG's own smoke over levels 6-8.
 
 What must hold: the oracle is correct and safe on every tier and task, the null agent is
@@ -22,7 +23,7 @@ from pipeline.views import connect
 from tests.conftest import SLOTS, SNAKEMAKE, require, require_emulator
 
 pytestmark = pytest.mark.integration
-SMALL = ["app.topology=chain", "app.size=small"]
+SMALL = ["app.topology=mesh", "app.size=small"]
 
 
 def _requirements() -> None:
@@ -61,7 +62,7 @@ def test_each_tier_through_pipeline_run(tmp_path: Path, level: int, task: str) -
     (null, oracle) = rows
     assert oracle[:4] == ("oracle", task, True, True) and oracle[4] == 1.0, rows
     assert null[:4] == ("null", task, False, True) and null[4] == 0.0, rows
-    assert oracle[5].startswith("chain/small/") and oracle[6] == {6: 30, 7: 40, 8: 50}[level]
+    assert oracle[5].startswith("mesh/small/") and oracle[6] == {6: 30, 7: 40, 8: 50}[level]
 
 
 def test_levels_6_to_8_through_the_dag(tmp_path: Path) -> None:
@@ -69,7 +70,7 @@ def test_levels_6_to_8_through_the_dag(tmp_path: Path) -> None:
     data = tmp_path / "data"
     config = [
         "grid=smoke", "apps=[incidents]", "levels=[6,7,8]", "agents=[oracle,null]",
-        "queries=2", "variants=[[app.size=small,app.topology=chain]]",
+        "queries=2", "variants=[[app.size=small,app.topology=mesh]]",
     ]  # fmt: skip
     done = subprocess.run(
         [SNAKEMAKE, "--cores", SLOTS, "summarize", "--config", *config, f"data_dir={data}"],
