@@ -227,7 +227,9 @@ def _grid_cells(grid: Any, agents: Mapping[str, Any], data_dir: str) -> list[Cel
             overrides = base + task
             combo = (app, agent, model, overrides)
             if combo not in found:
-                draft = Cell(app, model, agent, 1, 0, 1, overrides=overrides)
+                # the variant depends on no level: compose it at one the app defines
+                lowest = min(registry.APPS.get(str(load_choice("app", app).kind)).levels)
+                draft = Cell(app, model, agent, lowest, 0, 1, overrides=overrides)
                 cfg = cell_config(draft, data_dir)
                 check_cell(cfg, probe=False)  # a missing agent.url fails here, not in a job
                 found[combo] = cell_from_config(cfg), str(cfg.app.get("task", "mitigate"))

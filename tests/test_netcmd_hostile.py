@@ -91,7 +91,7 @@ IP = [
     ("ip net add evil", "(netns) is not allowed"),
     ("ip l s r0-eth1 netns 1", "'ip link set ... netns' is not allowed"),
     ("ip link s dev r0-eth1 name evil", "'ip link set ... name' is not allowed"),
-    ("ip link change r0-eth1 master x", "'ip link set ... master' is not allowed"),
+    ("ip link change r0-eth1 mas x", "'ip link set ... mas' is not allowed"),
     ("ip link add dummy0 type dummy", "'ip link add' (add) is not allowed"),
     ("ip l a x type veth peer name y", "(add) is not allowed"),
     ("ip link del r0-eth1", "(delete) is not allowed"),

@@ -48,7 +48,7 @@ def test_a_host_wide_sysctl_write_never_runs_in_a_lab():
     "command",
     [
         "ip link s r0-eth1 name evil",  # iproute2 reads `s` as `set`
-        "ip l s r0-eth1 alias evil",
+        "ip l s r0-eth1 ali evil",  # alias is allowed spelled in full only
         "iptables --mo=/bin/sh -L",  # getopt_long reads --mo as --modprobe
         "iptables --modp /bin/sh -L",
         "iptables -tbroute -L",

@@ -156,11 +156,13 @@ def test_config_checks_name_the_key():
 
 def test_the_prompt_lists_every_tool_the_sandbox_runs():
     """The prompt names exactly the tools the command policy accepts (sysctl included:
-    it has its own checker, and once fell out of the prompt's list)."""
+    it has its own checker, and once fell out of the prompt's list), less the read-only
+    tools the incidents levels added (EXTRA_TOOL_NAMES), so levels 1-5 keep their prompts."""
     from emulators.netcmd.policy import ALLOWED
-    from emulators.netcmd.tools import RULES, TOOL_NAMES
+    from emulators.netcmd.tools import ALL_TOOL_NAMES, EXTRA_TOOL_NAMES, RULES, TOOL_NAMES
 
-    assert set(TOOL_NAMES) == {*RULES, "sysctl"}
+    assert set(ALL_TOOL_NAMES) == {*RULES, "sysctl"}
+    assert not set(EXTRA_TOOL_NAMES) & set(TOOL_NAMES)
     assert ", ".join(TOOL_NAMES) == ALLOWED
     prompt = build_prompt(RoutingTopology(3, 2), 10)
     assert f"tools: {ALLOWED} (" in prompt

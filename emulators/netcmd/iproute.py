@@ -98,7 +98,8 @@ LINK_SET = {"up": None, "down": None, "mtu": r"\d{1,5}",
             "address": r"([0-9A-Fa-f]{2}:){5}[0-9A-Fa-f]{2}", "arp": "on|off",
             "promisc": "on|off", "multicast": "on|off",
             "allmulticast": "on|off", "txqueuelen": r"\d{1,6}", "txqlen": r"\d{1,6}",
-            "qlen": r"\d{1,6}"}  # fmt: skip
+            "qlen": r"\d{1,6}", "master": r"[A-Za-z0-9_.-]{1,15}", "nomaster": None,
+            "alias": r"[A-Za-z0-9 _.,:/()+=@#%-]{0,64}"}  # fmt: skip
 TOKEN_RE = re.compile(r"^[A-Za-z0-9_.:/,+=@%!-]+$")
 IFNAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,15}$")
 

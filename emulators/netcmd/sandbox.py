@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 
 from emulators.base import CommandResult, Emulator
 from emulators.jail import Jail, joined_cgroup
-from emulators.netcmd import budget, confine, kinds, vtysh
+from emulators.netcmd import budget, confine, kinds, readonly, vtysh
 from emulators.netcmd.policy import check
 from emulators.zygote.spec import Root, Turn
 from pipeline.core import StepStatus
@@ -70,6 +70,7 @@ class CommandSandbox:
         output_bytes: int = 16384,
         switches: Iterable[str] = (),
         vty_dirs: dict[str, str] | None = None,
+        read_only: bool = False,
     ) -> None:
         self.emulator = emulator
         self.machines = tuple(machines)
@@ -81,6 +82,9 @@ class CommandSandbox:
         # Routers running FRR: their folder of vty sockets and vtysh.conf (emulators/netcmd/
         # vtysh.py), the only FRR their vtysh sees.
         self.vty_dirs = dict(vty_dirs or {})
+        # A read-only episode (detect, localize): commands that may change anything are
+        # refused (readonly.py), so a diagnosis never fixes its way to an answer.
+        self.read_only = read_only
         kinds.preload()
 
     def run(self, machine: str, command: str) -> SandboxResult:
@@ -94,6 +98,11 @@ class CommandSandbox:
         if not checked.allowed:
             why = f"command refused: {checked.reason}"
             return SandboxResult(Status.REJECTED, machine, command, reason=why, output=why)
+        if self.read_only:
+            why = readonly.write_refusal(checked.argv)
+            if why:
+                why = f"command refused: {why}"
+                return SandboxResult(Status.REJECTED, machine, command, reason=why, output=why)
         if checked.argv[0].endswith("/vtysh"):
             return self._vtysh(machine, command, checked.argv)
         watched = None

@@ -15,9 +15,12 @@ import re
 from collections.abc import Callable
 
 from emulators.netcmd import durable, getopt, kinds, sysctls
+from emulators.netcmd.bridge import check_bridge
+from emulators.netcmd.dig import check_dig
 from emulators.netcmd.iproute import check_ip, ipv4
 from emulators.netcmd.iptables import check_iptables, check_iptables_save
 from emulators.netcmd.tc import check_tc
+from emulators.netcmd.trace import check_tracepath, check_traceroute
 
 Rule = Callable[[list[str]], str | None]
 
@@ -186,6 +189,7 @@ PING_SHORTS = "h?4bRT:6F:N:aABc:CdDe:fi:I:l:Lm:M:nOp:qQ:rs:S:t:UvVw:W:"
 PING_LIMITS = {"-c": (1, 5), "-W": (0, 3), "-i": (0.2, 1), "-s": (0, 1472), "-t": (1, 255),
                "-w": (1, 5)}  # fmt: skip
 PING_FLAGS = {"-n", "-q", "-D", "-O", "-4", "-v", "-U"}
+PING_PMTU = ("do", "want", "dont")  # -M: set DF and refuse to fragment, or not
 
 
 def check_ping(args: list[str]) -> str | None:
@@ -196,6 +200,9 @@ def check_ping(args: list[str]) -> str | None:
     for opt in options:
         if opt.name in PING_LIMITS:
             values[opt.name] = opt.value or ""
+        elif opt.name == "-M":
+            if opt.value not in PING_PMTU:
+                return "ping -M takes do, want or dont (path MTU discovery)"
         elif opt.name == "-I":
             if not IFNAME_RE.match(opt.value or ""):
                 return "ping -I needs an interface name"
@@ -203,7 +210,10 @@ def check_ping(args: list[str]) -> str | None:
             if why:
                 return why
         elif opt.name not in PING_FLAGS:
-            return f"ping option {opt.spelled} is not allowed; use ping -c N [-W S] [-i S] ADDRESS"
+            return (
+                f"ping option {opt.spelled} is not allowed; use ping -c N [-W S] [-i S] "
+                "[-s SIZE] [-M do|want|dont] ADDRESS"
+            )
     if len(operands) != 1 or not ipv4(operands[0]) or "/" in operands[0]:
         return "ping needs exactly one IPv4 address"
     if "-c" not in values:
@@ -229,8 +239,17 @@ RULES: dict[str, Rule] = {
     "tc": check_tc,
     "cat": check_cat,
     "ping": check_ping,
+    "bridge": check_bridge,
+    "traceroute": check_traceroute,
+    "tracepath": check_tracepath,
+    "dig": check_dig,
 }
 # The tools an agent may run, in the order prompts list them (sysctl has its own check,
 # check_sysctl, because it also decides which /proc/sys files the jail leaves writable).
 TOOL_NAMES = ("ip", "ifconfig", "route", "arp", "iptables", "iptables-save", "tc", "sysctl",
               "cat", "ping")  # fmt: skip
+# Tools the incidents labs add (issue 28). Allowed everywhere, they only read; listed apart
+# so the prompts of the apps before them (routing levels 1-5) stay as they were.
+EXTRA_TOOL_NAMES = ("bridge", "traceroute", "tracepath", "dig")
+# Every tool, in the order an incidents prompt lists them (svcctl is ours: svcctl.py).
+ALL_TOOL_NAMES = (*TOOL_NAMES, *EXTRA_TOOL_NAMES)

@@ -1,4 +1,32 @@
-"""incidents: network incidents on FRR labs of every topology family (levels 6-8).
+"""incidents: network incidents on generated FRR labs of every topology family (levels 6-8).
 
-Under construction (issue 28): faults/kinds.py is the catalogue's contract.
+A query is a lab (generators/netlab: chain, ring, mesh, leafspine, campus, isp at four
+sizes) with faults drawn from the catalogue (faults/: OSPF, BGP, data plane, L2,
+services), benign anomalies documented as intended, and at levels 7-8 a user's ticket;
+every draw is validated live. Tasks: mitigate (fix it), detect (is anything wrong?),
+localize (name every root cause). Modules: config (schema, tiers), variety (labs per
+query, strata, the cap), draw (pure draws), specs (labs by name), labs (the live-lab
+interface and today's implementation), reading (a lab read into an Observed), verdict
+(pure judgement), session (one query on one lab), tickets, validate, prompt, episode,
+scoring, generator, capacity, app, bench. README.md says what it asks and how it judges.
 """
+
+from pipeline.api import AppSpec, BenchSpec
+
+APP_VERSION = "1"
+APP = AppSpec(
+    kind="incidents",
+    app=".app:IncidentsApp",
+    config=".config:IncidentsConfig",
+    version=APP_VERSION,
+    levels=(6, 7, 8),
+    tasks=("mitigate", "detect", "localize"),
+    benches=(
+        BenchSpec("incidents_levels", ".bench:run_levels"),
+        BenchSpec("incidents_variety", ".bench:run_variety"),
+        # the live proof of the data-plane, L2 and services kinds (faults_dp); root, ~8 min
+        BenchSpec("incidents_catalogue_dp", ".catalogue_dp:run_catalogue_dp"),
+        # the live proof of the OSPF and BGP kinds and benign anomalies (faults_rp); root, ~10 min
+        BenchSpec("incidents_catalogue", ".faults.bench:run_catalogue"),
+    ),
+)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Self
 
-from emulators.base import EMULATORS
+from emulators.base import EMULATORS, Lab
 from emulators.probe import PROTOCOLS, Flow
 from generators.lab.frr.daemons import RouterDaemons, cleanup_stale
 from generators.netlab.frrconf import all_configs
@@ -102,7 +102,7 @@ class NetLab:
         self.emu.__enter__()
         try:
             started = time.perf_counter()
-            self.emu.build(self.spec.to_lab())
+            self.emu.build(self.lab_model())
             self.timings["build_s"] = time.perf_counter() - started
             started = time.perf_counter()
             self.emu.snapshot()
@@ -129,8 +129,16 @@ class NetLab:
         self.daemons.clear()
         self.emu.stop()
 
+    def lab_model(self) -> Lab:
+        """The emulators' Lab this NetLab builds (a subclass may add to it)."""
+        return self.spec.to_lab()
+
+    def frr_configs(self) -> dict[str, dict[str, str]]:
+        """{router: {daemon: text}} the daemons start with (a subclass may add to it)."""
+        return all_configs(self.spec)
+
     def _start(self) -> None:
-        configs = all_configs(self.spec)
+        configs = self.frr_configs()
         groups: dict[tuple[str, ...], list[str]] = {}
         for r in self.spec.routers:
             groups.setdefault(r.daemons, []).append(r.name)

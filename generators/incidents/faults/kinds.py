@@ -17,7 +17,11 @@ A *fault* (`Fault`) holds everything the app needs, as data:
     fault is present (the fairness proof: a localize oracle plays exactly these);
   - `cause`: the root cause as a localize answer names it (device, component, kind);
   - `elements`: the network elements it touches, so two faults of one query never collide
-    unless composition wants them to (masking pairs draw on the same element on purpose).
+    unless composition wants them to (masking pairs draw on the same element on purpose);
+  - `probes`: checks the verdict runs, beyond every host pair's ICMP, TCP and UDP echo,
+    while the query holds it (a large-packet pair across its hop, a flow that must stay
+    closed, a name that must resolve): what shows a fault that no 56-byte echo sees;
+  - `note`: for a benign anomaly, the line the prompt's intent section documents it with.
 
 The registry is complete whenever this module is: importing it imports its package first,
 whose `__init__` imports every family module, and each registers its kinds.
@@ -33,6 +37,7 @@ Kind ids are `<family>.<name>`, lower case, e.g. `ospf.mtu_mismatch`.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import re
 from collections.abc import Callable, Iterator
@@ -51,6 +56,7 @@ CHECKS = frozenset({"works", "closed", "intent", "benign"})
 # `vtysh -c` would take it, inside `configure terminal`), an argv run in the device's
 # network namespace, or a service's configuration directive.
 HOW = frozenset({"vtysh", "argv", "service"})
+PROBES = frozenset({"large", "closed", "name"})  # Probe.kind
 
 
 @dataclass(frozen=True)
@@ -82,6 +88,32 @@ class Evidence:
 
 
 @dataclass(frozen=True)
+class Probe:
+    """A check the verdict runs while the query holds the fault that declares it:
+    large   an ICMP echo of `size` bytes (the whole IP packet, DF set) from `source` to
+            `address` (on `target`) must come back;
+    closed  a `protocol` flow (icmp, or tcp/udp to the echo port 7) from `source` to
+            `address` must NOT come back (what the intent keeps closed);
+    name    `dig @address name` from `source` must answer `expect` (an IPv4 address)."""
+
+    kind: str  # large | closed | name
+    source: str
+    target: str
+    address: str
+    protocol: str = "icmp"
+    size: int = 1400
+    name: str = ""
+    expect: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind not in PROBES:
+            raise ConfigError(f"probe kind {self.kind!r}: one of {sorted(PROBES)}")
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
 class Cause:
     """A root cause as a localize answer names it (pipeline/diagnosis.py scores it)."""
 
@@ -104,19 +136,27 @@ class Fault:
     evidence: tuple[Evidence, ...]
     elements: frozenset[str] = frozenset()  # e.g. {"link:3", "router:r2", "session:r1-r4"}
     benign: bool = False
+    probes: tuple[Probe, ...] = ()
+    note: str = ""  # benign: its documentation, as the prompt's intent section shows it
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "cause": self.cause.to_json(),
-            "placement": self.placement,
-            "summary": self.summary,
-            "inject": [i.to_json() for i in self.inject],
-            "fix": [{"machine": m, "command": c} for m, c in self.fix],
-            "evidence": [e.to_json() for e in self.evidence],
-            "elements": sorted(self.elements),
-            "benign": self.benign,
-        }
+        # probes and note only when present: a fault without them serializes (and keys its
+        # query) exactly as before they existed, so the routing families' pinned draws hold
+        return (
+            {
+                "kind": self.kind,
+                "cause": self.cause.to_json(),
+                "placement": self.placement,
+                "summary": self.summary,
+                "inject": [i.to_json() for i in self.inject],
+                "fix": [{"machine": m, "command": c} for m, c in self.fix],
+                "evidence": [e.to_json() for e in self.evidence],
+                "elements": sorted(self.elements),
+                "benign": self.benign,
+            }
+            | ({"probes": [p.to_json() for p in self.probes]} if self.probes else {})
+            | ({"note": self.note} if self.note else {})
+        )
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Fault:
@@ -130,6 +170,8 @@ class Fault:
             evidence=tuple(Evidence.from_json(e) for e in data["evidence"]),
             elements=frozenset(data.get("elements", ())),
             benign=bool(data.get("benign", False)),
+            probes=tuple(Probe(**p) for p in data.get("probes", ())),
+            note=str(data.get("note", "")),
         )
 
 

@@ -1,0 +1,211 @@
+"""The pure draw of one query: its lab's faults and benign anomalies from the catalogue.
+
+`draw(spec, tier, task, allowed, rng, weights)` takes, from the query's own stream, the
+tier's number of benign anomalies (drawn first, so no fault lands on one), whether a
+detect query is healthy (half of them are), then the tier's number of faults:
+  - kinds uniformly among those the config allows that declare the lab's family (with
+    failure-driven `weights` per kind id), each kind at most once per query; a kind's
+    own `draw` picks its place and returns None where the lab offers none (another kind
+    is tried);
+  - at levels with a composition requirement, first a masking pair when the allowed
+    kinds hold one: a kind that declares `masks`, then one of the kinds it masks, drawn
+    after it (the catalogue's draws place a masked kind on its masker's element);
+  - at level 8, at least one intent-only kind (it loses no flow: the verdict's intent or
+    closed checks see it);
+  - in a detect query, intent-only kinds weigh twice: "everything pings" is what they
+    defeat.
+Nothing here touches a lab: whether the draw does what it claims is validate.py's proof.
+
+The key is what the agent must find: the task (when not mitigate), the lab, and each
+fault and benign anomaly by kind, cause and the elements it touches (not by the free
+numbers its injection chose: a hello interval of 7 s and one of 9 s are one query).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from generators.incidents.config import Tier
+from generators.incidents.faults import kinds as catalogue
+from generators.incidents.faults.kinds import Fault, FaultKind, Taken
+from generators.incidents.variety import stratum
+from generators.netlab.spec import NetSpec
+from pipeline.api import query_key, weighted_choice
+
+KIND_TRIES = 40  # kind draws per query before the draw gives up
+
+
+@dataclass(frozen=True)
+class Drawn:
+    spec: NetSpec
+    faults: tuple[Fault, ...]
+    benign: tuple[Fault, ...]
+    task: str
+
+    @property
+    def healthy(self) -> bool:
+        return not self.faults
+
+    @property
+    def stratum(self) -> str:
+        return stratum(
+            self.spec.family, self.spec.size, [(f.kind, f.placement) for f in self.faults]
+        )
+
+    @property
+    def operation(self) -> str:
+        return "+".join(sorted(f.kind for f in self.faults)) or "healthy"
+
+    @property
+    def key(self) -> str:
+        asked = [self.task] if self.task != "mitigate" else []
+        return query_key(
+            *asked,
+            self.spec.name,
+            sorted(_identity(f) for f in self.faults),
+            sorted(_identity(f) for f in self.benign),
+        )
+
+
+def _identity(fault: Fault) -> list:
+    return [fault.kind, fault.cause.to_json(), sorted(fault.elements)]
+
+
+def intent_only(kind: FaultKind) -> bool:
+    """A kind that loses no flow: only the intent or closed checks see it."""
+    return "works" not in kind.checks
+
+
+def fault_kinds(spec: NetSpec, allowed: frozenset[str] | None) -> list[FaultKind]:
+    return fault_kinds_of(spec.family, allowed)
+
+
+def tier_families(
+    tier: Tier, families: tuple[str, ...], allowed: frozenset[str] | None
+) -> tuple[str, ...]:
+    """The lab families a tier draws on: at a tier that asks for intent-only faults (L8),
+    only families where an allowed kind loses no flow (chain and ISP labs have none: every
+    OSPF or BGP fault there costs a flow, no path or VRRP intent can move); all of
+    `families` when none has one, so the draw says why it fails."""
+    if tier.intent_only == 0:
+        return families
+    kept = tuple(f for f in families if any(intent_only(k) for k in fault_kinds_of(f, allowed)))
+    return kept or families
+
+
+def holds_intent_only(spec: NetSpec, allowed: frozenset[str] | None) -> bool:
+    """Whether an allowed intent-only kind finds a place on the lab (some variants hold
+    no path intent: an OSPF cost moves nothing the verdict walks there)."""
+    rng = random.Random(f"incidents-intent-only:{spec.name}")
+    return any(
+        k.draw(rng, spec, Taken()) is not None
+        for k in fault_kinds(spec, allowed)
+        if intent_only(k)
+        for _ in range(4)
+    )
+
+
+def fault_kinds_of(family: str, allowed: frozenset[str] | None) -> list[FaultKind]:
+    return [
+        k
+        for k in catalogue.kinds()
+        if family in k.topologies and (allowed is None or k.id in allowed)
+    ]
+
+
+def benign_kinds(spec: NetSpec) -> list[FaultKind]:
+    return [k for k in catalogue.kinds(benign=True) if spec.family in k.topologies]
+
+
+def benign_range(tier: Tier, task: str) -> tuple[int, int]:
+    """A detect query holds at least one benign anomaly at every level: healthy networks
+    must differ by more than their lab, and "looks odd" must not mean "is faulty"."""
+    low, high = tier.benign
+    return (max(low, 1), max(high, 1)) if task == "detect" else (low, high)
+
+
+def draw(
+    spec: NetSpec,
+    tier: Tier,
+    task: str,
+    allowed: frozenset[str] | None,
+    rng: random.Random,
+    weights: Mapping[str, float] | None = None,
+) -> Drawn | str:
+    """One draw (see the module docstring), or why the lab could not hold it."""
+    taken = Taken()
+    benign: list[Fault] = []
+    wanted = rng.randint(*benign_range(tier, task))
+    options = benign_kinds(spec)
+    for _ in range(KIND_TRIES):
+        if len(benign) >= wanted or not options:
+            break
+        kind = rng.choice(options)
+        fault = kind.draw(rng, spec, taken)
+        if fault is not None and fault.kind not in taken.kinds:
+            taken.add(fault)
+            benign.append(fault)
+    if len(benign) < wanted:
+        return f"{spec.name}: room for {len(benign)} of {wanted} benign anomalies"
+    if task == "detect" and rng.random() < 0.5:
+        return Drawn(spec, (), tuple(benign), task)
+    pool = fault_kinds(spec, allowed)
+    if not pool:
+        return f"{spec.name}: no allowed fault kind is drawn on {spec.family} labs"
+    count = rng.randint(*tier.faults)
+    faults: list[Fault] = []
+    if tier.composed:
+        faults += _masking_pair(spec, pool, taken, rng, count)
+    for _ in range(KIND_TRIES):
+        if len(faults) >= count:
+            break
+        need = tier.intent_only - sum(intent_only(catalogue.kind(f.kind)) for f in faults)
+        left = [k for k in pool if k.id not in taken.kinds]
+        if need > 0 and any(intent_only(k) for k in left):
+            left = [k for k in left if intent_only(k)]
+        if not left:
+            break
+        kind = _weighted(rng, left, weights, task)
+        fault = kind.draw(rng, spec, taken)
+        if fault is not None:
+            taken.add(fault)
+            faults.append(fault)
+    if len(faults) < count:
+        return f"{spec.name}: room for {len(faults)} of {count} faults of the allowed kinds"
+    if sum(intent_only(catalogue.kind(f.kind)) for f in faults) < tier.intent_only:
+        return f"{spec.name}: no intent-only fault kind could be placed"
+    return Drawn(spec, tuple(faults), tuple(benign), task)
+
+
+def _weighted(
+    rng: random.Random, kinds: list[FaultKind], weights: Mapping[str, float] | None, task: str
+) -> FaultKind:
+    if task == "detect" and weights is None:
+        weights = {k.id: 2.0 for k in kinds if intent_only(k)}
+    return weighted_choice(rng, kinds, weights, label=lambda k: k.id)
+
+
+def _masking_pair(
+    spec: NetSpec, pool: list[FaultKind], taken: Taken, rng: random.Random, count: int
+) -> list[Fault]:
+    """A masker and a kind it masks, when the pool holds such a pair and both find a
+    place; [] otherwise (the tier's distant-symptom route remains)."""
+    ids = {k.id for k in pool}
+    maskers = [k for k in pool if set(k.masks) & ids]
+    if count < 2 or not maskers or rng.random() < 0.5:
+        return []
+    masker = rng.choice(maskers)
+    first = masker.draw(rng, spec, taken)
+    if first is None:
+        return []
+    trial = Taken(set(taken.elements), list(taken.kinds))
+    trial.add(first)
+    masked = catalogue.kind(rng.choice(sorted(set(masker.masks) & ids)))
+    second = masked.draw(rng, spec, trial)
+    if second is None:
+        return []
+    taken.add(first)
+    taken.add(second)
+    return [first, second]

@@ -1,0 +1,247 @@
+"""Validating a drawn query on a live lab: what makes it a fair, solvable query.
+
+Kept from routing's FRR contract (generators/routing/frr/generator.py: validate) and
+extended to the catalogue, on the lab restored to healthy:
+  0. the healthy lab with the query's benign anomalies meets its intent in full, and each
+     anomaly's evidence shows (session.py: start); a healthy detect query must also last
+     over the final window, and is then valid;
+  1. with several faults, each alone is observable (it violates a behavioural check: a
+     flow, a probe, the protocol state, a path; not only configuration) after the final
+     window, its evidence shows, and its own fix, sent through the agent's sandbox,
+     brings the intent back in full;
+  2. all together are observable after the final window (a null agent fails), and every
+     fault's evidence shows (masked ones too: a localize answer must be able to name
+     them), read through the read-only sandbox a diagnosis uses;
+  3. levels 7-8: a ticket exists, and the query is composed: a masking pair is proven (B
+     alone shows nothing A alone does not, and after A's fix, with B still in, B's
+     signature shows) or the ticket is a distant symptom (DISTANT hops from every cause);
+  4. the oracle's fixes, maskers first, through the agent's sandbox: each runs cleanly,
+     no step breaks a check that held before it, and the network ends meeting the intent
+     over the final window;
+  5. the oracle's episode (mitigate: its fixes; detect, localize: the evidence commands and
+     the answer) fits in half of the turn and read budgets.
+An InjectionFailed (the lab cannot hold the draw) or an unhealthy start rejects the draw;
+an EnvironmentFailure is the environment's, and the same draw is validated again
+(pipeline/querygen.py).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from emulators.netcmd.sandbox import CommandSandbox, Status
+from generators.incidents import tickets
+from generators.incidents.config import Tier
+from generators.incidents.draw import Drawn
+from generators.incidents.faults import kinds as catalogue
+from generators.incidents.faults.kinds import Fault
+from generators.incidents.labs import InjectionFailed, LabPool, LiveLab
+from generators.incidents.prompt import shown, status
+from generators.incidents.reading import matches
+from generators.incidents.session import Session, State, Unhealthy
+from generators.incidents.verdict import by_class
+from pipeline.api import EnvironmentFailure
+
+REPORTED = "Checks failing when this was reported:"
+DISTANT = {"small": 2, "medium": 3, "large": 3, "xlarge": 3}  # hops of a distant symptom
+
+
+@dataclass
+class Validated:
+    faults: tuple[Fault, ...]  # in the oracle's fixing order
+    oracle: list[dict[str, Any]]  # the oracle's replies
+    symptoms: dict[str, int]  # violations of the faulty network, by class
+    shown: str  # what the faulty network's checks show, as the tier's status words
+    totals: dict[str, int]  # checks per class (flows per protocol, large pairs)
+    ticket: tickets.Ticket | None
+    masking: list[list[str]] = field(default_factory=list)  # [masker, masked] proven
+    oracle_bytes: int = 0
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+def totals(session: Session) -> dict[str, int]:
+    flows = session.lab.flows()
+    out = {f"works:{p}:": sum(f.protocol == p for f in flows) for p in ("icmp", "tcp", "udp")}
+    out["works:large:"] = len(session.checks.large)
+    out["works:name:"] = len(session.checks.names)
+    out["closed:"] = len(session.checks.closed)
+    return out
+
+
+def _fix(sandbox: CommandSandbox, machine: str, command: str) -> str | None:
+    return _refusal(sandbox.run(machine, command), machine, command)
+
+
+def _refusal(result: Any, machine: str, command: str) -> str | None:
+    """Why an oracle command's result does not count (None: it ran cleanly)."""
+    if result.status in (Status.TIMEOUT, Status.OUTPUT_LIMIT):
+        raise EnvironmentFailure(f"oracle `{command}` on {machine} was stopped: {result.reason}")
+    if result.status is not Status.OK:
+        return f"oracle `{command}` on {machine}: {result.status}: {result.output.strip()[:200]}"
+    return None
+
+
+def _order(faults: tuple[Fault, ...]) -> tuple[Fault, ...]:
+    """Maskers before the kinds they mask, otherwise as drawn."""
+    masks = {f.kind: set(catalogue.kind(f.kind).masks) for f in faults}
+    out = list(faults)
+    for f in faults:
+        for g in faults:
+            if g.kind in masks[f.kind] and out.index(g) < out.index(f):
+                out.remove(f)
+                out.insert(out.index(g), f)
+    return tuple(out)
+
+
+def validate(
+    pool: LabPool, drawn: Drawn, tier: Tier, turns: int, read_bytes: int, rng: random.Random
+) -> Validated | str:
+    clock: dict[str, float] = {}
+    started = time.perf_counter()
+    lab = pool.get(drawn.spec)
+    clock["lab_s"] = time.perf_counter() - started
+    try:
+        return _validate(lab, drawn, tier, turns, read_bytes, rng, clock)
+    except InjectionFailed as err:
+        return f"injection failed: {err}"
+    except Unhealthy as err:
+        return f"the lab with its benign anomalies does not meet its intent: {err}"
+
+
+def _validate(
+    lab: LiveLab, drawn: Drawn, tier: Tier, turns: int, read_bytes: int,
+    rng: random.Random, clock: dict[str, float],
+) -> Validated | str:  # fmt: skip
+    tick = time.perf_counter()
+    session = Session(lab, drawn.benign, drawn.faults)
+    session.start()
+    clock["start_s"] = time.perf_counter() - tick
+    every = totals(session)
+    if drawn.healthy:
+        end = session.final()
+        if not end.ok:
+            return f"the healthy network does not last: {sorted(end.violations)[:3]}"
+        oracle = [{"answer": {"healthy": True}}]
+        return Validated((), oracle, {}, "", every, None, seconds=clock)
+    sandbox = lab.sandbox_for(False)
+    signatures: dict[str, frozenset[str]] = {}
+    tick = time.perf_counter()
+    if len(drawn.faults) > 1:
+        for fault in drawn.faults:
+            session.inject([fault])
+            alone = session.final()
+            if not alone.behavioural():
+                return f"{fault.kind} alone violates no behavioural check: {_few(alone)}"
+            if not all(matches(lab, e) for e in fault.evidence):
+                return f"{fault.kind} alone: its evidence does not show it"
+            signatures[fault.kind] = alone.behavioural()
+            for machine, command in fault.fix:
+                why = _fix(sandbox, machine, command)
+                if why:
+                    return why
+            after = session.final()
+            if not after.ok:
+                return f"{fault.kind}: its own fix leaves {_few(after)}"
+    clock["singles_s"] = time.perf_counter() - tick
+    tick = time.perf_counter()
+    session.inject()
+    together = session.final()
+    if not together.behavioural():
+        return f"the faults together violate no behavioural check: {_few(together)}"
+    if len(drawn.faults) == 1:
+        signatures[drawn.faults[0].kind] = together.behavioural()
+    for fault in drawn.faults:
+        if not all(matches(lab, e) for e in fault.evidence):
+            return f"{fault.kind}: its evidence does not show with every fault in place"
+    looks, looked_bytes = _evidence_replies(lab, drawn.faults)
+    clock["together_s"] = time.perf_counter() - tick
+    ticket = None
+    if tier.ticket:
+        causes = [f.cause.device for f in drawn.faults]
+        ticket = tickets.choose(drawn.spec, together.violations, causes, rng)
+        if ticket is None:
+            return "no violation of the faulty network reads as a ticket"
+    tick = time.perf_counter()
+    order = _order(drawn.faults)
+    replies, spent, masking, end = _oracle(session, sandbox, order, together, signatures, tier,
+                                           every)  # fmt: skip
+    clock["oracle_s"] = time.perf_counter() - tick
+    if isinstance(end, str):
+        return end
+    if tier.composed and not masking and (ticket is None or ticket.distance <
+                                          DISTANT[drawn.spec.size]):  # fmt: skip
+        far = ticket.distance if ticket else 0
+        return f"composition: no masking pair proven and the ticket is {far} hops from a cause"
+    if drawn.task != "mitigate":
+        answer: dict[str, Any] = {"healthy": False}
+        if drawn.task == "localize":
+            answer["causes"] = [f.cause.to_json() for f in order]
+        replies, spent = [*looks, {"answer": answer}], looked_bytes
+    if len(replies) > turns // 2:
+        return f"the oracle needs {len(replies)} turns, over half of {turns}"
+    if spent > read_bytes // 2:
+        return f"the oracle reads {spent} bytes, over half of {read_bytes}"
+    symptoms = by_class(together.violations)
+    text = status(together.violations, every, tier.symptoms, REPORTED)
+    return Validated(order, replies, symptoms, text, every, ticket, masking, spent, clock)
+
+
+def _few(state: State) -> str:
+    return ", ".join(sorted(state.violations)[:4]) or "none"
+
+
+def _evidence_replies(lab: LiveLab, faults: tuple[Fault, ...]) -> tuple[list[dict], int]:
+    """The evidence commands as replies, and the bytes their steps show."""
+    sandbox = lab.sandbox_for(True)
+    replies, spent, seen = [], 0, set()
+    for fault in faults:
+        for e in fault.evidence:
+            if (e.machine, e.command) in seen:
+                continue
+            seen.add((e.machine, e.command))
+            result = sandbox.run(e.machine, e.command)
+            replies.append({"machine": e.machine, "command": e.command})
+            spent += len(shown(e.machine, e.command, result.output).encode())
+    return replies, spent
+
+
+def _oracle(
+    session: Session, sandbox: CommandSandbox, order: tuple[Fault, ...], together: State,
+    signatures: Mapping[str, frozenset[str]], tier: Tier, every: dict[str, int],
+) -> tuple[list[dict], int, list[list[str]], State | str]:  # fmt: skip
+    """The oracle's fixes in `order`, judged as an episode judges steps."""
+    before, replies, spent, masking = together, [], 0, []
+    for i, fault in enumerate(order):
+        for machine, command in fault.fix:
+            result = sandbox.run(machine, command)
+            why = _refusal(result, machine, command)
+            if why:
+                return replies, spent, masking, why
+            replies.append({"machine": machine, "command": command})
+            after = session.after_change()
+            text = shown(machine, command, result.output) + "\n\n"
+            spent += len((text + status(after.violations, every, tier.symptoms)).encode())
+            broke = after.violations - before.violations
+            if broke:
+                return replies, spent, masking, f"oracle `{command}` broke {sorted(broke)[:3]}"
+            before = after
+            if after.ok:
+                return replies, spent, masking, after
+        for later in order[i + 1 :]:
+            mine, theirs = signatures.get(fault.kind, frozenset()), signatures.get(later.kind)
+            if (
+                later.kind in catalogue.kind(fault.kind).masks
+                and theirs
+                and theirs <= mine
+                and theirs & before.violations
+            ):
+                masking.append([fault.kind, later.kind])
+    if not before.ok:
+        before = session.final()  # what the last fix set off may take a while to show
+    if not before.ok:
+        return replies, spent, masking, f"after every fix: {_few(before)}"
+    return replies, spent, masking, before

@@ -1,0 +1,274 @@
+"""The incidents app without a lab: its config and tiers, the pure draw and the variety cap
+on 1,000 draws per tier, prompts, the verdict on readings recorded from live labs
+(tests/data/incidents: chain-small-0 and campus-small-0, healthy, as reading.py read
+them), tickets, scoring and the oracle's replies."""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import json
+import random
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from generators.incidents.app import IncidentsApp
+from generators.incidents.checks import Dns
+from generators.incidents.config import TIERS, IncidentsConfig
+from generators.incidents.reading import filter_rules, interfaces, sections
+from generators.incidents.scoring import score
+from generators.incidents.specs import spec
+from generators.incidents.tickets import choose, distance
+from generators.incidents.variety import CAP_SHARE, StratumCap, lab_cycle, lab_of
+from generators.incidents.verdict import Golden, Intent, Observed, by_class, judge, walk
+from pipeline.api import ConfigError, Outcome, Query, StepResult, StepStatus, load_app
+from pipeline.config import compose
+
+DATA = Path(__file__).parent / "data" / "incidents"
+
+
+def recorded(name: str) -> Observed:
+    return Observed.from_json(json.loads(gzip.decompress((DATA / name).read_bytes())))
+
+
+def intent_of(family: str) -> tuple[Intent, Observed]:
+    seen = recorded(f"golden_{family}_small_0.json.gz")
+    lab = spec(family, "small", 0)
+    golden = Golden.of(seen, [r.name for r in lab.routers])
+    return Intent(lab, golden), seen
+
+
+# -- config and tiers ---------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("override", "words"),
+    [
+        ("app.task=fix", "app.task=fix is not offered by app kind .incidents."),
+        ("app.topology=star", "app.topology must be null or one of chain, ring"),
+        ("app.size=huge", "app.size must be null or one of small, medium, large, xlarge"),
+        ("app.faults=[ospf.nope]", "'ospf.nope' is neither a fault family"),
+        ("app.faults=[]", "app.faults must be null or a non-empty list"),
+        ("app.max_turns=0", "app.max_turns must be an integer from 1 to 200"),
+        ("app.probe.protocols=[icmp]", "app.probe.protocols must be \\[icmp, tcp, udp\\]"),
+    ],
+)
+def test_a_wrong_setting_names_its_key(override, words):
+    with pytest.raises(ConfigError, match=words):
+        compose(["app=incidents", "level=6", override])
+
+
+def test_tiers_set_the_budgets_and_sizes():
+    assert [TIERS[n].turns for n in (6, 7, 8)] == [30, 40, 50]
+    assert [TIERS[n].read_bytes // 1024 for n in (6, 7, 8)] == [192, 256, 320]
+    assert TIERS[8].sizes == ("large", "xlarge") and TIERS[6].symptoms == "pairs"
+    app = load_app("app=incidents", "level=8", "app.size=small", "app.max_turns=9")
+    assert app.cfg.sizes(8) == ("small",) and app.cfg.turns(8) == 9
+    assert app.cfg.read_bytes(7) == 256 * 1024
+
+
+def test_a_family_of_faults_selects_its_kinds():
+    cfg = IncidentsConfig(faults=["dataplane"])
+    app = IncidentsApp(cfg)
+    kinds = app.vocabulary(6).kinds
+    assert kinds and all(k.startswith("dataplane.") for k in kinds)
+
+
+# -- variety ------------------------------------------------------------------------------
+def test_the_lab_cycle_spreads_families_and_sizes():
+    pairs = lab_cycle(("chain", "ring", "mesh", "leafspine", "campus", "isp"),
+                      ("small", "medium"), 6, 0)  # fmt: skip
+    labs = [lab_of(pairs, i) for i in range(12 * 4 * 4)]
+    assert Counter((f, s) for f, s, _ in labs) == Counter({p: 16 for p in pairs})
+    assert Counter(v for *_, v in labs) == Counter({0: 48, 1: 48, 2: 48, 3: 48})
+    assert lab_of(pairs, 0) == lab_of(pairs, 3) != lab_of(pairs, 4)
+
+
+def test_the_cap_bounds_any_stratum():
+    cap = StratumCap()
+    for i in range(1000):
+        name = "a" if cap.allows("a") else f"b{i}"
+        cap.add(name)
+    assert cap.counts["a"] == 1 + int(CAP_SHARE * 999) and cap.top_share() <= 0.081
+
+
+@pytest.mark.parametrize("level", [6, 7, 8])
+def test_1000_pure_draws_per_tier_keep_the_top_stratum_under_10_percent(level):
+    app = IncidentsApp(IncidentsConfig())
+    queries = list(app.generator().generate(level, 0, 1000, live=False))
+    strata = Counter(q.stratum for q in queries)
+    assert len({q.key for q in queries}) == 1000
+    assert strata.most_common(1)[0][1] <= 100, strata.most_common(3)
+    families = Counter(q.ground_truth["lab"]["family"] for q in queries)
+    # L8 asks an intent-only fault, which chain and ISP labs cannot hold (draw.tier_families)
+    six = {"chain", "ring", "mesh", "leafspine", "campus", "isp"}
+    assert set(families) == (six - {"chain", "isp"} if level == 8 else six)
+    assert {q.size for q in queries} == set(TIERS[level].sizes)
+    counts = [len(q.ground_truth["faults"]) for q in queries]
+    assert min(counts) >= TIERS[level].faults[0] and max(counts) <= TIERS[level].faults[1]
+    benign = [len(q.ground_truth["benign"]) for q in queries]
+    assert min(benign) >= TIERS[level].benign[0] and max(benign) <= TIERS[level].benign[1]
+
+
+def test_same_seed_same_draws_and_detect_draws_healthy_networks():
+    app = IncidentsApp(IncidentsConfig(task="detect"))
+    first = [q.key for q in app.generator().generate(6, 1, 40, live=False)]
+    again = list(app.generator().generate(6, 1, 40, live=False))
+    assert first == [q.key for q in again]
+    healthy = sum(q.ground_truth["healthy"] for q in again)
+    assert 8 <= healthy <= 32
+    assert all(q.ground_truth["benign"] for q in again)  # detect: >= 1 anomaly everywhere
+    assert all(q.read_only and q.task == "detect" for q in again)
+
+
+# -- prompts ------------------------------------------------------------------------------
+def test_prompts_say_the_task_the_intent_and_the_budgets():
+    app = IncidentsApp(IncidentsConfig(task="localize"))
+    (query,) = app.generator().generate(6, 0, 1, live=False)
+    text = query.prompt
+    assert "Intent:" in text and "Routers:" in text and "vtysh -c" in text
+    assert "Name every root cause" in text and "30 turns" in text and "192 KiB" in text
+    for kind in app.vocabulary(6).kinds:
+        assert f"- {kind}: " in text
+    detect = IncidentsApp(IncidentsConfig(task="detect"))
+    (query,) = detect.generator().generate(7, 0, 1, live=False)
+    assert "Ticket" not in query.prompt and '"healthy": true' in query.prompt
+    assert "By design:" in query.prompt and "40 turns" in query.prompt
+
+
+# -- the verdict on recorded readings -----------------------------------------------------
+def test_the_healthy_reading_meets_its_intent():
+    for family in ("chain", "campus"):
+        intent, seen = intent_of(family)
+        assert judge(intent, seen) == frozenset(), family
+        assert intent.spec.paths or family == "campus"
+
+
+def test_each_class_sees_its_own_deviation():
+    intent, seen = intent_of("chain")
+    lab = intent.spec
+    adj = lab.adjacencies[0]
+    ospf = {k: v for k, v in seen.ospf.items() if not k.startswith(f"{adj.a}|{adj.a_intf}|")}
+    routes = {d: list(r) for d, r in seen.routes.items()}
+    routes["r3"].append({"dst": "10.9.9.0/24", "gateway": "172.16.0.9", "dev": "r3-eth2",
+                         "protocol": "static", "flags": []})  # fmt: skip
+    filters = {**seen.filters, "r2": ["filter -A FORWARD -d 10.1.4.0/24 -j DROP"]}
+    links = {d: dict(x) for d, x in seen.links.items()}
+    links["r1"]["r1-eth2"] = links["r1"]["r1-eth2"].replace("mtu 1500", "mtu 1400")
+    probes = {**seen.probes, next(iter(seen.probes)): False}
+    changed = dataclasses.replace(
+        seen, ospf=ospf, routes=routes, filters=filters, links=links, probes=probes,
+        failed=frozenset({"icmp:h1_1>h4_1"}), closed_open=frozenset({"tcp:h1_1>srv1"}),
+    )  # fmt: skip
+    found = judge(intent, changed)
+    assert by_class(found) == {
+        "closed": 1, "intent:adjacency": 1, "intent:filter": 1, "intent:kernel": 1,
+        "intent:link": 1, "works:icmp": 1, "works:name": 1,
+    }  # fmt: skip
+    assert f"intent:adjacency:{adj.a}:{adj.a_intf}" in found
+    assert "intent:filter:r2" in found and "intent:link:r1:r1-eth2" in found
+
+
+def test_a_route_learned_otherwise_and_a_changed_path_are_intent_violations():
+    intent, seen = intent_of("chain")
+    path = intent.spec.paths[0]
+    first = path.routers[1]
+    routes = {d: list(r) for d, r in seen.routes.items()}
+    target = intent.spec.host(path.target).address.split("/")[0]
+    prefix = ".".join(target.split(".")[:3]) + ".0/24"
+    # the second router of the path sends the target's LAN back where it came from
+    mine = [r for r in routes[first] if r.get("dst") == prefix]
+    assert mine and mine[0]["protocol"] == "ospf"
+    back = next(x for x in intent.spec.links_of(first) if path.routers[0] in (x.a, x.b))
+    _, _, _, peer_addr = back.end(first)
+    routes[first] = [r for r in routes[first] if r.get("dst") != prefix] + [
+        {"dst": prefix, "gateway": peer_addr, "dev": back.end(first)[0], "protocol": "static",
+         "metric": 1, "flags": []}
+    ]  # fmt: skip
+    found = judge(intent, dataclasses.replace(seen, routes=routes))
+    assert f"intent:route:{first}:{prefix}" in found
+    assert f"intent:path:{path.source}>{path.target}" in found
+    assert isinstance(walk(intent, dataclasses.replace(seen, routes=routes), first, target), str)
+
+
+def test_vrrp_services_and_benign_evidence():
+    intent, seen = intent_of("campus")
+    group = intent.spec.vrrp[0]
+    links = {d: dict(x) for d, x in seen.links.items()}
+    lan = intent.spec.lan(group.lan)
+    intf = next(a.intf for a in lan.routers if a.router == group.master)
+    links[group.master][intf] = links[group.master][intf].replace(f" {group.vip}/24", "")
+    services = {**seen.services, "srv1|dns": "changed"}
+    with_benign = dataclasses.replace(intent, benign=("0",))
+    found = judge(with_benign, dataclasses.replace(seen, links=links, services=services))
+    assert {f"intent:vrrp:{group.vrid}", "intent:service:srv1:dns", "benign:0"} <= found
+    ok = dataclasses.replace(seen, benign={"0": True})
+    assert judge(with_benign, ok) == frozenset()
+
+
+def test_readers_parse_what_the_tools_print():
+    text = "*filter\n:INPUT ACCEPT [0:0]\n:FORWARD DROP [3:180]\n-A FORWARD -j ACCEPT\nCOMMIT\n"
+    assert filter_rules(text) == ["filter :FORWARD DROP", "filter -A FORWARD -j ACCEPT"]
+    addrs = [{"ifname": "r1-eth1", "flags": ["UP"], "mtu": 1500,
+              "addr_info": [{"family": "inet", "local": "10.1.1.1", "prefixlen": 24}]}]  # fmt: skip
+    assert interfaces(addrs) == {"r1-eth1": "up mtu 1500 master - 10.1.1.1/24"}
+    parts, extra = sections("[]\n@@\n[]\n@@\n@@\n[]\n@@probe large:a>b 0")
+    assert parts == ["[]", "[]", "", "[]"] and extra == "@@probe large:a>b 0"
+    records = (("h1-1.lab", "10.1.1.11"), ("h2-1.lab", "10.1.2.11"), ("h3-1.lab", "10.1.3.11"))
+    dns = Dns("10.1.250.53", ("h1_1", "h2_1"), records)
+    assert dns.asked("h1_1") == records[0::2] and dns.asked("h2_1") == records[1:2]
+    got = dns.judge("h1_1", "h1-1.lab.\t0\tIN\tA\t10.1.1.11\nh3-1.lab.\t0\tIN\tA\t10.1.9.9\n")
+    assert got == {"name:h1_1:h1-1.lab": True, "name:h1_1:h3-1.lab": False}
+
+
+# -- tickets ------------------------------------------------------------------------------
+def test_a_ticket_names_the_symptom_farthest_from_its_cause():
+    lab = spec("chain", "small", 0)
+    # chain-small-0: r1..r5, LAN i on ri; the cause on r1, both ends of `far` 3+ hops away
+    near, far = "works:icmp:h1_1>h4_1", "works:tcp:h4_1>h5_1"
+    ticket = choose(lab, [near, far, "intent:filter:r1"], ["r1"], random.Random(1))
+    assert ticket is not None and ticket.violation == far
+    assert ticket.distance == distance(lab, ["r1"], far) == 3
+    assert distance(lab, ["r1"], near) == 0
+    assert "h4_1 (10.1.4.11)" in ticket.text and "TCP" in ticket.text
+    assert choose(lab, ["intent:filter:r1"], ["r1"], random.Random(1)) is None
+
+
+# -- scoring and the oracle ---------------------------------------------------------------
+def _query(task: str, truth: dict) -> Query:
+    return Query("incidents-L6-s0-00000", "incidents", 6, 0, 0, "p", "state", "k", truth,
+                 task=task)  # fmt: skip
+
+
+def _step(ok: bool, broke: list[str], status: StepStatus = StepStatus.OK) -> StepResult:
+    evidence = {"ok": ok, "broke": broke, "broke_count": len(broke), "violations": {}}
+    return StepResult("a", status, "", evidence)
+
+
+def test_mitigate_is_correct_when_the_last_state_passes_and_unsafe_when_a_step_broke():
+    query = _query("mitigate", {"faults": [{"kind": "x"}], "symptoms": {}})
+    verdict = score(query, [_step(False, []), _step(True, [])])
+    assert verdict.outcome is Outcome.CORRECT and verdict.safe
+    verdict = score(query, [_step(False, ["works:icmp:a>b"]), _step(True, [])])
+    assert verdict.correct and not verdict.safe and verdict.step_safe == [False, True]
+    verdict = score(query, [_step(False, [], StepStatus.PARSE_ERROR)])
+    assert verdict.outcome is Outcome.PARSE_ERROR and not verdict.correct
+
+
+def test_the_oracle_answers_detect_and_localize_after_its_evidence():
+    app = IncidentsApp(IncidentsConfig(task="localize"))
+    cause = {"device": "r2", "component": "r2-eth1", "kind": "dataplane.interface_down"}
+    truth = {"oracle": [{"machine": "r2", "command": "ip link show r2-eth1"},
+                        {"answer": {"healthy": False, "causes": [cause]}}],
+             "faults": [], "healthy": False, "causes": [cause]}  # fmt: skip
+    query = _query("localize", truth)
+    assert json.loads(app.oracle_reply(query, 1, ""))["machine"] == "r2"
+    assert json.loads(app.oracle_reply(query, 2, ""))["answer"]["causes"] == [cause]
+    assert json.loads(app.oracle_reply(query, 5, ""))["answer"]["healthy"] is False
+
+
+def test_the_readme_lists_every_registered_kind():
+    from generators.incidents.catalogue_doc import README, written
+
+    text = README.read_text()
+    assert written(text) == text, "run python -m generators.incidents.catalogue_doc --write"
