@@ -14,7 +14,6 @@ from __future__ import annotations
 import random
 
 import pytest
-from generators.routing.frr.daemons import installed
 
 from emulators.base import EMULATORS, Bridge, Device, Interface, Lab
 from emulators.netcmd.sandbox import CommandSandbox, Status
@@ -22,6 +21,7 @@ from generators.incidents import daemons
 from generators.incidents.faults import kinds as K
 from generators.incidents.lab import IncidentLab
 from generators.incidents.proof import Prover
+from generators.lab.frr.daemons import installed
 from generators.netlab import build
 from tests.conftest import integration_fixture, require, require_emulator
 

@@ -15,10 +15,10 @@ from __future__ import annotations
 import random
 
 import pytest
-from generators.routing.frr.daemons import installed
 
 from generators.incidents.faults.kinds import Taken, kind
 from generators.incidents.faults.prove import Proof, ProofLab
+from generators.lab.frr.daemons import installed
 from generators.netlab import build
 from tests.conftest import integration_fixture, require, require_emulator
 
