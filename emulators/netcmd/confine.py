@@ -27,7 +27,7 @@ from contextlib import contextmanager
 
 from emulators.jail import Jail, joined_cgroup, library_binds
 from emulators.netcmd.policy import tool_path
-from emulators.netcmd.tools import TOOL_NAMES
+from emulators.netcmd.tools import ALL_TOOL_NAMES
 from emulators.zygote.spec import Root, Turn
 from pipeline.errors import EnvironmentFailure
 
@@ -47,7 +47,7 @@ ETC = (
 def staged_tools() -> dict[str, tuple[str, str]]:
     """{absolute tool path: (its folder's stage name, its file's name there)} for every
     allowed tool here; the stages are the folders the tools really are in."""
-    real = {p: os.path.realpath(p) for p in map(tool_path, TOOL_NAMES) if p is not None}
+    real = {p: os.path.realpath(p) for p in map(tool_path, ALL_TOOL_NAMES) if p is not None}
     folders = {
         f: f"d{i}" for i, f in enumerate(sorted({os.path.dirname(r) for r in real.values()}))
     }
