@@ -92,9 +92,12 @@ def test_an_sdk_client_playing_the_oracle_gets_the_oracles_verdicts(
     expected, _ = _played(oracle)
     assert all(e["correct"] and e["safe"] for e in expected.values())
     built = make_app(oracle)
-    turns = range(1, oracle.app.max_turns + 1)
+    # each query's own turn budget (k8s's max_turns is null: the level's budget)
     actions = {
-        q.query_id: [json.loads(built.oracle_reply(q, t, "")) for t in turns]
+        q.query_id: [
+            json.loads(built.oracle_reply(q, t, ""))
+            for t in range(1, expected[q.query_id]["turn_budget"] + 1)
+        ]
         for q in read_queries(layout(oracle).queries(cell_from_config(oracle)), limit=queries)
     }
     (tmp_path / "oracle.json").write_text(json.dumps(actions))
