@@ -22,12 +22,12 @@ to it has no dead or hold timer left to fire (generators/lab/frr/warm.py uses it
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from emulators.routes import Route
+from pipeline.api import JSON
 
 TRANSITIONAL = ("Init", "ExStart", "Exchange", "Loading", "2-Way", "Connect", "OpenSent",
                 "OpenConfirm")  # fmt: skip
@@ -39,15 +39,14 @@ UNKNOWN_DEAD_MS = 1 << 30
 def json_documents(text: str) -> list[Any]:
     """The JSON documents a daemon printed one after another (one per command), skipping
     any text between them (a `%` warning of a daemon that is not configured)."""
-    decoder = json.JSONDecoder()
     out, pos = [], 0
     while True:
         pos = text.find("{", pos)
         if pos < 0:
             return out
-        try:
-            value, pos = decoder.raw_decode(text, pos)
-        except json.JSONDecodeError:
+        try:  # what a daemon prints holds what agents configured: read it as untrusted
+            value, pos = JSON.raw_decode(text, pos)
+        except (ValueError, RecursionError):
             pos += 1
             continue
         out.append(value)

@@ -38,6 +38,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from generators.lab.frr.reading import json_documents
 from generators.routing.checks import Gap
 from generators.routing.frr.topology import FrrTopology
 
@@ -119,21 +120,6 @@ def _learned(topo: FrrTopology, i: int) -> dict[str, str]:
 
 
 # -- reading what vtysh and ip printed ---------------------------------------------------
-def json_documents(text: str) -> list[Any]:
-    """The JSON documents vtysh printed one after another (one per -c), skipping any text
-    between them (a `%` warning of a daemon that is not configured)."""
-    decoder = json.JSONDecoder()
-    out, pos = [], 0
-    while True:
-        pos = text.find("{", pos)
-        if pos < 0:
-            return out
-        try:
-            value, pos = decoder.raw_decode(text, pos)
-        except json.JSONDecodeError:
-            pos += 1
-            continue
-        out.append(value)
 
 
 @dataclass(frozen=True)
