@@ -139,6 +139,25 @@ static void deny_keyrings(void)
     TRY(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) == 0, "seccomp");
 }
 
+/* Every signal at its default and none blocked, as a command started from a fresh shell:
+ * exec keeps what the zygote's starter ignored (a CI runner ignored signal 32), and glibc's
+ * sigaction refuses its own signals (32, 33), so the kernel call is made directly. */
+static void default_signals(void)
+{
+    struct {
+        void *handler;
+        unsigned long flags;
+        void *restorer;
+        unsigned long mask;
+    } dfl = {SIG_DFL, 0, NULL, 0};
+    for (int s = 1; s <= 64; s++)
+        if (s != SIGKILL && s != SIGSTOP)
+            TRY(syscall(SYS_rt_sigaction, s, &dfl, NULL, sizeof(dfl.mask)) == 0,
+                "default disposition of signal %d", s);
+    TRY(syscall(SYS_rt_sigprocmask, SIG_SETMASK, &dfl.mask, NULL, sizeof(dfl.mask)) == 0,
+        "unblock every signal");
+}
+
 /* Before the command: what every command of this zygote gets. */
 static void prepare(int *cg, int ncg)
 {
@@ -199,6 +218,7 @@ static void run(struct turn *t)
     take_identity();
     TRY(prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == 0, "PDEATHSIG");  /* reset by setresuid */
     deny_keyrings();  /* after no_new_privs (take_identity), which it needs */
+    default_signals();
     /* Nothing of the zygote's stays open: its socket, pidfds, procfs, stages, requests. */
     if (errw > 3)
         syscall(SYS_close_range, 3, errw - 1, 0);
