@@ -34,7 +34,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from pipeline.errors import DataError
-from pipeline.files import replacing
+from pipeline.files import replacing, write_whole
 from pipeline.migrate import conform, upgrade
 from pipeline.records import SCHEMA_VERSIONS
 
@@ -83,7 +83,9 @@ def ensure_layout(root: Path) -> None:
         moved = migrate(root) if version is None or version < 2 else 0
         upgraded = upgrade(root)
         done = {"layout": LAYOUT, "migrated_shards": moved, "upgraded_shards": upgraded}
-        marker(root).write_text(json.dumps(done) + "\n")
+        # whole or not at all: other jobs read the marker without the lock (a reader saw
+        # the file empty while it was being written, and its job failed)
+        write_whole(marker(root), json.dumps(done) + "\n")
         if moved:
             log.warning(
                 "data directory %s: %d shard(s) of layout 1 moved to variant '%s' "
