@@ -43,10 +43,10 @@ def _run(data: Path, *overrides: str) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
 
 
-@pytest.mark.parametrize(("level", "task"), [(6, "mitigate"), (7, "localize"), (8, "detect")])
+@pytest.mark.parametrize(("level", "task"), [(7, "localize"), (8, "detect")])
 def test_each_tier_through_pipeline_run(tmp_path: Path, level: int, task: str) -> None:
-    """One query per tier, one task each (the DAG smoke below plays every task's
-    default): the oracle correct and safe, null not correct."""
+    """One query of levels 7 and 8, one task each (the DAG test below plays level 6's
+    default task, mitigate): the oracle correct and safe, null not correct."""
     _requirements()
     data = tmp_path / "data"
     for agent in ("oracle", "null"):
@@ -67,8 +67,8 @@ def test_each_tier_through_pipeline_run(tmp_path: Path, level: int, task: str) -
 
 def test_the_dag_plays_an_app_without_level_1(tmp_path: Path) -> None:
     """The DAG composes an incidents cell at its lowest level (it has no level 1) and plays
-    it; every tier is played through pipeline.run above (a DAG run of all three tiers took
-    over 10 minutes, the per-tier runs 4)."""
+    it; levels 7 and 8 are played through pipeline.run above (a DAG run of all three tiers
+    took over 10 minutes of CI)."""
     _requirements()
     data = tmp_path / "data"
     config = [
