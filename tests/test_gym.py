@@ -38,8 +38,13 @@ def test_every_app_config_has_an_id():
 
 
 # The Kathará variants are these apps' envs on another backend (played through the DAG
-# by tests/test_kathara_sweep.py); each app kind is checked here once.
-@pytest.mark.parametrize("app", [a for a in choices("app") if not a.endswith("_kathara")])
+# by tests/test_kathara_sweep.py); each app kind is checked here once, at levels 1 and 2.
+# incidents has levels 6-8 only, each query a live FRR lab validated for a minute or more:
+# its env is composed below (test_an_app_without_level_1_...) and its tiers are played
+# through pipeline.run and the DAG by tests/test_incidents_live.py.
+@pytest.mark.parametrize(
+    "app", [a for a in choices("app") if not a.endswith("_kathara") and a != "incidents"]
+)
 def test_every_app_kind_passes_the_env_checker_and_an_oracle_rollout_solves(app, tmp_path):
     if app == "malt_google":
         require((SHARED_DATA / "malt").is_dir(), f"Google's MALT example in {SHARED_DATA}")
@@ -174,3 +179,14 @@ def test_queries_come_from_the_data_directorys_shard_when_it_has_them(tmp_path):
         assert env.reset(options={"index": 7})[1]["query_id"] == "malt-L1-s2-00007"
     finally:
         env.close()
+
+
+def test_an_app_without_level_1_is_composed_at_the_level_asked(tmp_path):
+    """incidents has levels 6-8 only: the env composed it at the config's default level 1
+    and refused every episode (the Gym driver's --level was not honoured)."""
+    env = NetGaugeEnv("incidents", levels=[7], data_dir=tmp_path)
+    assert env.cfg.level == 7
+    assert (
+        NetGaugeEnv("incidents", levels=[7], data_dir=tmp_path, overrides=["level=8"]).cfg.level
+        == 8
+    )

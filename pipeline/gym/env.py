@@ -113,7 +113,11 @@ class NetGaugeEnv(gym.Env[str, str]):
         self.reward_scheme = Reward(**reward) if isinstance(reward, dict) else reward or Reward()
         self.max_turns = max_turns
         self.render_mode = render_mode
-        self._overrides = [f"app={app}", f"data_dir={data_dir}", *overrides]
+        # composed at its first level: an app's config may be checked against its levels
+        # (incidents has no level 1, the config's default)
+        given = any(o.startswith("level=") for o in overrides)
+        level = [] if given else [f"level={self.levels[0]}"]
+        self._overrides = [f"app={app}", f"data_dir={data_dir}", *level, *overrides]
         self.cfg = compose(self._overrides)
         for level in self.levels:
             APPS.get(str(self.cfg.app.kind)).check_level(level)
