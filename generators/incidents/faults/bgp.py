@@ -35,7 +35,7 @@ from generators.incidents.faults.frr import (
     session_down,
     show,
 )
-from generators.incidents.faults.kinds import Cause, Fault, FaultKind, Taken, register
+from generators.incidents.faults.kinds import Cause, Fault, FaultKind, Taken, define
 from generators.netlab.spec import NetSpec
 
 BGP_FAMILIES = frozenset({"chain", "leafspine", "isp"})
@@ -292,17 +292,8 @@ def _kind(
     masks: tuple[str, ...] = (),
     component: str = "the session, as bgp:<peer address> (bgp:172.16.0.6)",
 ) -> FaultKind:
-    return register(
-        FaultKind(
-            id=f"bgp.{name}",
-            family="bgp",
-            meaning=meaning,
-            component=component,
-            topologies=frozenset(topologies),
-            checks=frozenset(checks),
-            draw=draw,
-            masks=masks,
-        )
+    return define(
+        "bgp", name, meaning, component, draw, topologies=topologies, checks=checks, masks=masks
     )
 
 

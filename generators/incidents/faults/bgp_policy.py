@@ -24,7 +24,7 @@ import re
 
 from generators.incidents.faults.bgp_routes import AF
 from generators.incidents.faults.frr import choose, conf, fix_conf, placement, show
-from generators.incidents.faults.kinds import Cause, Fault, FaultKind, Taken, register
+from generators.incidents.faults.kinds import Cause, Fault, FaultKind, Taken, define
 from generators.netlab.spec import NetSpec, Session
 
 NAMES = {
@@ -286,17 +286,7 @@ def _kind(
     checks=("intent",),
     component: str = "the session, as bgp:<peer address> (bgp:172.16.0.5)",
 ) -> FaultKind:
-    return register(
-        FaultKind(
-            id=f"bgp.{name}",
-            family="bgp",
-            meaning=meaning,
-            component=component,
-            topologies=frozenset(topologies),
-            checks=frozenset(checks),
-            draw=draw,
-        )
-    )
+    return define("bgp", name, meaning, component, draw, topologies=topologies, checks=checks)
 
 
 _kind(

@@ -37,7 +37,7 @@ from generators.incidents.faults.frr import (
     route_reflector,
     show,
 )
-from generators.incidents.faults.kinds import Cause, Fault, FaultKind, Taken, register
+from generators.incidents.faults.kinds import Cause, Fault, FaultKind, Taken, define
 from generators.netlab.spec import NetSpec
 
 AF = "address-family ipv4 unicast"
@@ -218,19 +218,9 @@ def allowas_in_missing(rng: random.Random, spec: NetSpec, taken: Taken) -> Fault
 
 
 def _kind(name: str, meaning: str, draw, topologies, component: str) -> FaultKind:
-    return register(
-        FaultKind(
-            id=f"bgp.{name}",
-            family="bgp",
-            meaning=meaning,
-            component=component,
-            topologies=frozenset(topologies),
-            checks=frozenset({"works"}),
-            draw=draw,
-            masks=("bgp.prefix_list_deny", "bgp.route_map_deny")
-            if name == "network_missing"
-            else (),
-        )
+    masks = ("bgp.prefix_list_deny", "bgp.route_map_deny") if name == "network_missing" else ()
+    return define(
+        "bgp", name, meaning, component, draw, topologies=topologies, checks={"works"}, masks=masks
     )
 
 

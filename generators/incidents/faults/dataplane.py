@@ -14,7 +14,7 @@ import random
 
 from generators.incidents.edge import host_gateway
 from generators.incidents.faults import dphelp as h
-from generators.incidents.faults.kinds import Fault, FaultKind, Taken, register
+from generators.incidents.faults.kinds import Fault, Taken, define
 from generators.netlab.intents import first_hops
 from generators.netlab.spec import NetSpec
 
@@ -276,18 +276,8 @@ def mtu_mismatch(rng: random.Random, spec: NetSpec, taken: Taken) -> Fault | Non
 
 
 def _kind(name: str, draw, meaning: str, component: str, topologies=h.ALL, **kw) -> None:
-    register(
-        FaultKind(
-            f"dataplane.{name}",
-            "dataplane",
-            meaning,
-            component,
-            frozenset(topologies),
-            frozenset(kw.pop("checks", {"works"})),
-            draw,
-            **kw,
-        )
-    )
+    checks = kw.pop("checks", {"works"})
+    define("dataplane", name, meaning, component, draw, topologies=topologies, checks=checks, **kw)
 
 
 _kind(

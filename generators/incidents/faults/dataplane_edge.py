@@ -14,7 +14,7 @@ import re
 
 from generators.incidents.edge import EDGE_SUBNET, Edge, edge_of
 from generators.incidents.faults import dphelp as h
-from generators.incidents.faults.kinds import Fault, FaultKind, Taken, register
+from generators.incidents.faults.kinds import Fault, Taken, define
 from generators.netlab.spec import NetSpec
 
 NAT_POST = "iptables:nat:POSTROUTING"
@@ -107,17 +107,7 @@ def acl_shadowing(rng: random.Random, spec: NetSpec, taken: Taken) -> Fault | No
 
 
 def _kind(name: str, draw, meaning: str, component: str) -> None:
-    register(
-        FaultKind(
-            f"dataplane.{name}",
-            "dataplane",
-            meaning,
-            component,
-            h.OSPF_ONLY,
-            frozenset({"works"}),
-            draw,
-        )
-    )
+    define("dataplane", name, meaning, component, draw, topologies=h.OSPF_ONLY, checks={"works"})
 
 
 _kind(

@@ -19,7 +19,7 @@ import dataclasses
 import random
 
 from generators.incidents.faults import dphelp as h
-from generators.incidents.faults.kinds import Fault, FaultKind, Injection, Taken, register
+from generators.incidents.faults.kinds import Fault, Injection, Taken, define
 from generators.netlab.spec import NetSpec
 
 FWD = "iptables:filter:FORWARD"
@@ -81,15 +81,6 @@ for _name, _meaning, _component, _draw in (
      "the DNS server keeps a retired machine's name at an address no device holds, by design",
      "dns", dns_retired_record),
 ):  # fmt: skip
-    register(
-        FaultKind(
-            _name,
-            _name.split(".")[0],
-            _meaning,
-            _component,
-            h.ALL,
-            frozenset({"benign"}),
-            _draw,
-            benign=True,
-        )
-    )
+    _family, _short = _name.split(".", 1)
+    define(_family, _short, _meaning, _component, _draw, topologies=h.ALL, checks={"benign"},
+           benign=True)  # fmt: skip

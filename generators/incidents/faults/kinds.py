@@ -40,7 +40,7 @@ from __future__ import annotations
 import dataclasses
 import random
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -221,6 +221,27 @@ def register(kind: FaultKind) -> FaultKind:
         raise ConfigError(f"fault kind {kind.id!r} is registered twice")
     _KINDS[kind.id] = kind
     return kind
+
+
+def define(
+    family: str,
+    name: str,
+    meaning: str,
+    component: str,
+    draw: Draw,
+    *,
+    topologies: Iterable[str],
+    checks: Iterable[str],
+    masks: Iterable[str] = (),
+    benign: bool = False,
+) -> FaultKind:
+    """Register the kind `<family>.<name>`: how every family module declares its kinds."""
+    return register(
+        FaultKind(
+            f"{family}.{name}", family, meaning, component, frozenset(topologies),
+            frozenset(checks), draw, tuple(masks), benign,
+        )
+    )  # fmt: skip
 
 
 def kinds(*, benign: bool | None = False) -> Iterator[FaultKind]:

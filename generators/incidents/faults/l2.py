@@ -15,7 +15,7 @@ from __future__ import annotations
 import random
 
 from generators.incidents.faults import dphelp as h
-from generators.incidents.faults.kinds import Fault, FaultKind, Taken, register
+from generators.incidents.faults.kinds import Fault, Taken, define
 from generators.netlab.spec import Bridge, NetSpec
 
 CAMPUS = frozenset({"campus"})
@@ -171,18 +171,7 @@ def svi_down(rng: random.Random, spec: NetSpec, taken: Taken) -> Fault | None:
 
 
 def _kind(name: str, draw, meaning: str, component: str, checks=("works",), masks=()) -> None:
-    register(
-        FaultKind(
-            f"l2.{name}",
-            "l2",
-            meaning,
-            component,
-            CAMPUS,
-            frozenset(checks),
-            draw,
-            masks=tuple(masks),
-        )
-    )
+    define("l2", name, meaning, component, draw, topologies=CAMPUS, checks=checks, masks=masks)
 
 
 _kind(

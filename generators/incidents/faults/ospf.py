@@ -38,7 +38,7 @@ from generators.incidents.faults.frr import (
     show,
 )
 from generators.incidents.faults.frr import argv as run
-from generators.incidents.faults.kinds import Cause, Evidence, Fault, FaultKind, Taken, register
+from generators.incidents.faults.kinds import Cause, Evidence, Fault, FaultKind, Taken, define
 from generators.netlab.spec import NetSpec
 
 OSPF_FAMILIES = frozenset({"chain", "ring", "mesh", "campus", "isp"})
@@ -250,17 +250,8 @@ def _kind(
     masks: tuple[str, ...] = (),
     component: str = "the deviating interface (r7-eth2)",
 ) -> FaultKind:
-    return register(
-        FaultKind(
-            id=f"ospf.{name}",
-            family="ospf",
-            meaning=meaning,
-            component=component,
-            topologies=frozenset(topologies),
-            checks=frozenset(checks),
-            draw=draw,
-            masks=masks,
-        )
+    return define(
+        "ospf", name, meaning, component, draw, topologies=topologies, checks=checks, masks=masks
     )
 
 

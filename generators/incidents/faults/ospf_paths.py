@@ -33,7 +33,7 @@ from generators.incidents.faults.frr import (
     placement,
     show,
 )
-from generators.incidents.faults.kinds import Cause, Evidence, Fault, FaultKind, Taken, register
+from generators.incidents.faults.kinds import Cause, Evidence, Fault, FaultKind, Taken, define
 from generators.incidents.faults.ospf import _fault, _interface
 from generators.netlab.spec import NetSpec
 
@@ -195,17 +195,7 @@ def max_metric(rng: random.Random, spec: NetSpec, taken: Taken) -> Fault | None:
 
 
 def _kind(name: str, meaning: str, draw, topologies, checks, component: str) -> FaultKind:
-    return register(
-        FaultKind(
-            id=f"ospf.{name}",
-            family="ospf",
-            meaning=meaning,
-            component=component,
-            topologies=frozenset(topologies),
-            checks=frozenset(checks),
-            draw=draw,
-        )
-    )
+    return define("ospf", name, meaning, component, draw, topologies=topologies, checks=checks)
 
 
 _kind(

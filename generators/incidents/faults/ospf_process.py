@@ -40,7 +40,7 @@ from generators.incidents.faults.frr import (
     show,
     vtysh_command,
 )
-from generators.incidents.faults.kinds import Cause, Fault, FaultKind, Taken, register
+from generators.incidents.faults.kinds import Cause, Fault, FaultKind, Taken, define
 from generators.incidents.faults.ospf import OSPF_FAMILIES
 from generators.netlab.spec import NetSpec
 
@@ -267,17 +267,7 @@ def _kind(
     checks=("works", "intent"),
     component: str = "ospf",
 ) -> FaultKind:
-    return register(
-        FaultKind(
-            id=f"ospf.{name}",
-            family="ospf",
-            meaning=meaning,
-            component=component,
-            topologies=frozenset(topologies),
-            checks=frozenset(checks),
-            draw=draw,
-        )
-    )
+    return define("ospf", name, meaning, component, draw, topologies=topologies, checks=checks)
 
 
 _kind("duplicate_router_id", "a router's OSPF router-id is another router's", duplicate_router_id)

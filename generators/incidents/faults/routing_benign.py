@@ -21,7 +21,7 @@ import re
 
 from generators.incidents.faults.bgp_routes import AF
 from generators.incidents.faults.frr import choose, conf, placement, show
-from generators.incidents.faults.kinds import Cause, Evidence, Fault, FaultKind, Taken, register
+from generators.incidents.faults.kinds import Cause, Evidence, Fault, FaultKind, Taken, define
 from generators.netlab.catalogue import DECOMMISSIONED_PEER
 from generators.netlab.spec import NetSpec
 
@@ -181,18 +181,11 @@ def backup_prepend(rng: random.Random, spec: NetSpec, taken: Taken) -> Fault | N
 
 
 def _kind(id_: str, meaning: str, draw, topologies, component: str) -> FaultKind:
-    return register(
-        FaultKind(
-            id=id_,
-            family=id_.split(".")[0],
-            meaning=meaning,
-            component=component,
-            topologies=frozenset(topologies),
-            checks=frozenset({"benign"}),
-            draw=draw,
-            benign=True,
-        )
-    )
+    family, name = id_.split(".", 1)
+    return define(
+        family, name, meaning, component, draw, topologies=topologies, checks={"benign"},
+        benign=True,
+    )  # fmt: skip
 
 
 _kind(

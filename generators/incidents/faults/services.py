@@ -19,7 +19,7 @@ import random
 
 from generators.incidents.edge import dns_name
 from generators.incidents.faults import dphelp as h
-from generators.incidents.faults.kinds import Fault, FaultKind, Injection, Taken, register
+from generators.incidents.faults.kinds import Fault, Injection, Taken, define
 from generators.netlab.spec import NetSpec
 
 FWD = "iptables:filter:FORWARD"
@@ -161,18 +161,10 @@ def vrrp_vip_wrong(rng: random.Random, spec: NetSpec, taken: Taken) -> Fault | N
 def _kind(
     name: str, draw, meaning: str, component: str, topologies=h.ALL, checks=("works",), masks=()
 ) -> None:
-    register(
-        FaultKind(
-            f"services.{name}",
-            "services",
-            meaning,
-            component,
-            frozenset(topologies),
-            frozenset(checks),
-            draw,
-            masks=tuple(masks),
-        )
-    )
+    define(
+        "services", name, meaning, component, draw, topologies=topologies, checks=checks,
+        masks=masks,
+    )  # fmt: skip
 
 
 _kind(
