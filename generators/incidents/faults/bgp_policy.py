@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import random
 import re
+from typing import Any
 
 from generators.incidents.faults.bgp_routes import AF
 from generators.incidents.faults.frr import choose, conf, fix_conf, placement, show
@@ -164,30 +165,7 @@ def local_pref_steering(rng: random.Random, spec: NetSpec, taken: Taken) -> Faul
         placement=placement(spec, leaf, "ebgp"),
         summary=f"{leaf} gives what {spine_address} sends local preference {pref}: its ECMP "
         "intents collapse onto one spine",
-        inject=(
-            conf(
-                leaf,
-                f"route-map {name} permit 10",
-                f"set local-preference {pref}",
-                "exit",
-                f"router bgp {asn}",
-                AF,
-                attach,
-            ),
-        ),
-        fix=(
-            (
-                leaf,
-                fix_conf(
-                    f"router bgp {asn}",
-                    AF,
-                    f"no {attach}",
-                    "exit-address-family",
-                    "exit",
-                    f"no route-map {name}",
-                ),
-            ),
-        ),
+        **_route_map(leaf, asn, name, f"set local-preference {pref}", attach),
         evidence=(
             show(leaf, f"show bgp ipv4 unicast {prefix}", rf"localpref {pref}\b"),
             show(
@@ -198,6 +176,17 @@ def local_pref_steering(rng: random.Random, spec: NetSpec, taken: Taken) -> Faul
         ),
         elements=frozenset({f"session:{s.a}-{s.b}"}),
     )
+
+
+def _route_map(leaf: str, asn: int, name: str, setting: str, attach: str) -> dict[str, Any]:
+    """A Fault's inject and fix for a route-map of one `setting` that `attach` (a neighbour
+    line) puts on a session: made and attached, then detached and deleted."""
+    return {
+        "inject": (conf(leaf, f"route-map {name} permit 10", setting, "exit", f"router bgp {asn}",
+                        AF, attach),),
+        "fix": ((leaf, fix_conf(f"router bgp {asn}", AF, f"no {attach}", "exit-address-family",
+                                "exit", f"no route-map {name}")),),
+    }  # fmt: skip
 
 
 def as_path_prepend(rng: random.Random, spec: NetSpec, taken: Taken) -> Fault | None:
@@ -216,36 +205,14 @@ def as_path_prepend(rng: random.Random, spec: NetSpec, taken: Taken) -> Fault | 
     name = rng.choice(("PREPEND", "DEPREF-OUT", "BACKUP-OUT"))
     attach = f"neighbor {spine_address} route-map {name} out"
     kind = "bgp.as_path_prepend"
+    prepend = " ".join([str(asn)] * times)
     return Fault(
         kind=kind,
         cause=Cause(leaf, f"bgp:{spine_address}", kind),
         placement=placement(spec, leaf, "ebgp"),
         summary=f"{leaf} prepends its AS {times} more time(s) towards {spine_address}: the "
         "other leaves reach it over the other spines only",
-        inject=(
-            conf(
-                leaf,
-                f"route-map {name} permit 10",
-                "set as-path prepend " + " ".join([str(asn)] * times),
-                "exit",
-                f"router bgp {asn}",
-                AF,
-                attach,
-            ),
-        ),
-        fix=(
-            (
-                leaf,
-                fix_conf(
-                    f"router bgp {asn}",
-                    AF,
-                    f"no {attach}",
-                    "exit-address-family",
-                    "exit",
-                    f"no route-map {name}",
-                ),
-            ),
-        ),
+        **_route_map(leaf, asn, name, f"set as-path prepend {prepend}", attach),
         evidence=(
             show(watcher, f"show bgp ipv4 unicast {prefix}", rf"\b{asn}( {asn}){{{times}}}\b"),
             show(
