@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from emulators.mininet import instances
+from emulators.mininet import instances, nodes
 from generators.routing.config import RoutingConfig
 from generators.routing.environment import RoutingEnvironment
 from generators.routing.topology import RoutingTopology
@@ -147,22 +147,20 @@ def test_a_node_shell_killed_during_a_step_is_an_env_error_within_a_deadline(tmp
     assert [instances.leftovers(p) for p in prefixes] == [[], []]
 
 
-def _kill_our_first_shell(found: list[str], stop: threading.Event) -> None:
-    """SIGKILL the first Mininet node shell this process starts (ours only: its parent is
-    this process), and record its prefix."""
-    own = os.getpid()
-    while not stop.is_set():
-        for pid in instances.shell_pids("ngr"):
-            try:
-                stat = Path(f"/proc/{pid}/stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == own:
-                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-                found.append(cmdline.split(b"mininet:")[1][:8].decode())
-                os.kill(pid, signal.SIGKILL)
-                return
-        time.sleep(0.005)
+def _killing_at_first_read(found: list[str], original):
+    """Mininet's read wait, which SIGKILLs the first node shell it is asked to read from and
+    records its prefix: the kill lands inside the build, at the read that once hung, however
+    fast or slow the machine is (a watcher thread polling /proc raced the build and lost
+    on a loaded machine)."""
+
+    def wait(node, *args, **kwargs):
+        if not found:
+            found.append(node.name[:8])
+            os.kill(node.shell.pid, signal.SIGKILL)
+            node.shell.wait()
+        return original(node, *args, **kwargs)
+
+    return wait
 
 
 def test_a_node_shell_killed_during_the_build_is_an_env_error_within_a_deadline():
@@ -172,16 +170,10 @@ def test_a_node_shell_killed_during_the_build_is_an_env_error_within_a_deadline(
     query = _query(RoutingTopology(3, 1))
     cell = Cell("routing", "none", "null", 1, 0, 1)
     found: list[str] = []
-    stop = threading.Event()
-    with RoutingEnvironment(RoutingConfig()) as env:
-        killer = threading.Thread(target=_kill_our_first_shell, args=(found, stop))
-        killer.start()
+    with RoutingEnvironment(RoutingConfig()) as env, pytest.MonkeyPatch.context() as patch:
+        patch.setattr(nodes, "wait_readable", _killing_at_first_read(found, nodes.wait_readable))
         started = time.monotonic()
-        try:
-            rows = play(env, NullAgent(compose(["agent=null"]).agent, None), query, cell)
-        finally:
-            stop.set()
-            killer.join()
+        rows = play(env, NullAgent(compose(["agent=null"]).agent, None), query, cell)
         assert time.monotonic() - started < DEADLINE_S
         assert [r["status"] for r in rows] == ["env_error"]
         assert "killed by SIGKILL" in rows[0]["error"], rows[0]["error"]
