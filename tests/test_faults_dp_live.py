@@ -57,6 +57,12 @@ def test_a_kind_is_observable_evidenced_fixed_and_the_lab_comes_back(prover, kin
     assert set(proof.fixes) == {"ok"}
 
 
+def test_a_benign_anomaly_changes_no_probe_and_its_evidence_shows_it(prover):
+    fault = K.kind("dataplane.sinkhole_route").draw(random.Random(0), prover.lab.spec, K.Taken())
+    proof = prover.prove_benign(fault)
+    assert proof.ok, proof.to_json()
+
+
 @pytest.mark.parametrize(
     ("machine", "command", "shows"),
     [

@@ -94,7 +94,9 @@ def observe(lab: IncidentLab) -> Observation:
             scripts.setdefault(router, "ip -4 -o addr show; ")
     for source in {p[0] for p in pings} if server is not None else ():
         scripts[source] = FLUSH + scripts[source]
-    scripts = {d: s + "wait" for d, s in scripts.items()}
+    # No job-control notices: a "[1]+ Done" printed after the shell's prompt would be
+    # read as the start of the next script's output.
+    scripts = {d: f"set +m; {s}wait" for d, s in scripts.items()}
     outputs = lab.emu._shell(scripts, timeout_s=SCRIPT_S) if scripts else {}
     for device, (_, out) in outputs.items():
         for line in out.splitlines():
