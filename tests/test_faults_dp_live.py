@@ -31,6 +31,7 @@ SUBSET = (
     "dataplane.mtu_mismatch",
     "l2.access_wrong_vlan",
     "services.dns_record_wrong",
+    "services.dhcp_router_option_wrong",
     "services.vrrp_priority_inverted",
 )
 
@@ -74,6 +75,7 @@ def test_a_benign_anomaly_changes_no_probe_and_its_evidence_shows_it(prover):
         ("acc1", "bridge fdb show br v10", "v10"),
         ("srv1", "svcctl dns show", "host-record h10-1.lab,10.1.10.11"),
         ("dist1a", "svcctl vrrp show", "priority 150"),
+        ("srv1", "svcctl dhcp show", "dhcp-option tag:l10,option:router,10.1.10.254"),
     ],
 )
 def test_the_new_tools_run_jailed_and_read_only(prover, machine, command, shows):
