@@ -32,7 +32,7 @@ SEEDS = 100
 DIGESTS = {
     "dataplane": "73ed71757b79968a",
     "l2": "bf83bec68fe7c49a",
-    "services": "b7573185b676edd5",
+    "services": "d85d8ed4d76ad7ee",
 }
 
 
@@ -133,3 +133,14 @@ def test_a_taken_element_is_not_drawn_again():
     first = K.kind("services.dns_record_wrong").draw(random.Random(1), spec, taken)
     taken.add(first)
     assert K.kind("services.dns_record_missing").draw(random.Random(1), spec, taken) is None
+
+
+def test_benign_anomalies_draw_on_their_slots_and_have_no_fix():
+    benign = [k for k in K.kinds(benign=True) if k.family in MINE]
+    assert {k.id for k in benign} >= {"dataplane.sinkhole_route", "dataplane.telnet_denied"}
+    for kind in benign:
+        spec = _spec("campus", "small", 0)
+        fault = kind.draw(random.Random(0), spec, K.Taken())
+        assert fault is not None and fault.benign and fault.fix == ()
+        for ev in fault.evidence:
+            assert _checked(ev.command) == (True, False), ev.command

@@ -31,6 +31,7 @@ SUBSET = (
     "dataplane.mtu_mismatch",
     "l2.access_wrong_vlan",
     "services.dns_record_wrong",
+    "services.dhcp_router_option_wrong",
     "services.vrrp_priority_inverted",
 )
 
@@ -57,6 +58,12 @@ def test_a_kind_is_observable_evidenced_fixed_and_the_lab_comes_back(prover, kin
     assert set(proof.fixes) == {"ok"}
 
 
+def test_a_benign_anomaly_changes_no_probe_and_its_evidence_shows_it(prover):
+    fault = K.kind("dataplane.sinkhole_route").draw(random.Random(0), prover.lab.spec, K.Taken())
+    proof = prover.prove_benign(fault)
+    assert proof.ok, proof.to_json()
+
+
 @pytest.mark.parametrize(
     ("machine", "command", "shows"),
     [
@@ -68,6 +75,7 @@ def test_a_kind_is_observable_evidenced_fixed_and_the_lab_comes_back(prover, kin
         ("acc1", "bridge fdb show br v10", "v10"),
         ("srv1", "svcctl dns show", "host-record h10-1.lab,10.1.10.11"),
         ("dist1a", "svcctl vrrp show", "priority 150"),
+        ("srv1", "svcctl dhcp show", "dhcp-option tag:l10,option:router,10.1.10.254"),
     ],
 )
 def test_the_new_tools_run_jailed_and_read_only(prover, machine, command, shows):

@@ -32,14 +32,16 @@ from pipeline.api import EnvironmentFailure
 
 BASE = Path("/run/netgauge-svc")
 START_S = 10.0
-PROGRAMS = {"dns": "/usr/sbin/dnsmasq", "vrrp": "/usr/sbin/keepalived"}
+PROGRAMS = {"dns": "/usr/sbin/dnsmasq", "relay": "/usr/sbin/dnsmasq",
+            "vrrp": "/usr/sbin/keepalived"}  # fmt: skip
 CAPS = {
     "dns": ("CAP_NET_ADMIN", "CAP_NET_RAW", "CAP_NET_BIND_SERVICE", "CAP_SETUID", "CAP_SETGID"),
+    "relay": ("CAP_NET_ADMIN", "CAP_NET_RAW", "CAP_NET_BIND_SERVICE", "CAP_SETUID", "CAP_SETGID"),
     "vrrp": ("CAP_NET_ADMIN", "CAP_NET_RAW", "CAP_NET_BIND_SERVICE"),
 }  # fmt: skip
-# The service svcctl names -> the daemon that holds its configuration (DHCP would be
-# dnsmasq's too; not offered: see generators/incidents/faults/services.py).
-DAEMON_OF = {"dns": "dns", "vrrp": "vrrp"}
+# The service svcctl names -> the daemon that holds its configuration (one dnsmasq on the
+# server does DNS and DHCP; the routers' DHCP relays are dnsmasq too, not svcctl's).
+DAEMON_OF = {"dns": "dns", "dhcp": "dns", "vrrp": "vrrp"}
 
 
 def installed() -> str | None:
@@ -51,7 +53,7 @@ def installed() -> str | None:
 
 
 def _argv(service: str) -> list[str]:
-    if service == "dns":
+    if service in ("dns", "relay"):
         return [PROGRAMS["dns"], "--keep-in-foreground", "--conf-file=/run/svc/daemon.conf",
                 "--user=nobody", "--group=nogroup",
                 "--log-facility=/run/svc/daemon.log"]  # fmt: skip
@@ -193,7 +195,9 @@ class Services:
         daemon = self.daemon(machine, command.service)
         if command.verb == "show":
             state = "running" if daemon.alive() else "stopped"
-            return f"# {command.service} on {machine} ({state})\n{daemon.config.show()}"
+            return (
+                f"# {command.service} on {machine} ({state})\n{daemon.config.show(command.service)}"
+            )
         if command.verb == "set":
             changed = daemon.config.set(command.directive, command.value)
         else:

@@ -90,3 +90,20 @@ def host_gateway(spec: NetSpec, lan_id: int) -> str:
     the VRRP VIP where the LAN runs a group, else the LAN's gateway."""
     vip = next((g.vip for g in spec.vrrp if g.lan == lan_id), None)
     return vip or spec.lan(lan_id).gateway
+
+
+def gateway_port(spec: NetSpec, lan_id: int) -> tuple[str, str, str]:
+    """(router, interface, address) of the router port holding a LAN's gateway address
+    (campus: the VRRP master's SVI; its `.2`, where the VIP `.254` also lives)."""
+    lan = spec.lan(lan_id)
+    for attach in lan.routers:
+        if attach.address.split("/")[0] == lan.gateway:
+            return attach.router, attach.intf, lan.gateway
+    attach = lan.routers[0]
+    return attach.router, attach.intf, attach.address.split("/")[0]
+
+
+def dhcp_range(subnet: str) -> tuple[str, str]:
+    """The addresses a LAN's DHCP pool hands out: .100 to .199."""
+    base = subnet.split("/")[0].rsplit(".", 1)[0]
+    return f"{base}.100", f"{base}.199"

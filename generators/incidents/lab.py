@@ -9,8 +9,10 @@ What the data-plane and services kinds need beyond generators/netlab's lab:
     the uplink's /30 (a passive `network`). Hosts in NSSA areas get no route to the
     internet (an NSSA takes no external routes and no default here): they are not
     probed towards it.
-  - DNS: dnsmasq on srv1, authoritative for `lab.`: `<host>.lab` (the host's name with
-    `_` as `-`) for every host, listening on srv1's LAN port.
+  - DNS and DHCP: dnsmasq on srv1, authoritative for `lab.`: `<host>.lab` (the host's
+    name with `_` as `-`) for every host, listening on srv1's LAN port; a DHCP pool per
+    host LAN (.100-.199, the LAN's gateway as router) served through a DHCP relay
+    (dnsmasq, relay only) on the LAN's gateway router.
   - VRRP (campus): keepalived on both routers of every distribution pair, one group per
     VLAN (VRID = the VLAN id, VIP .254, priority 150 on the `a` router, 100 on `b`,
     preemption on); the VLAN's hosts route through the VIP.
@@ -36,21 +38,47 @@ from generators.incidents.edge import (
     INET_HOST,
     INTERNET,
     MASTER_PRIORITY,
+    dhcp_range,
     dns_name,
     edge_of,
     edge_rules,
+    gateway_port,
+    host_gateway,
     internet_hosts,
     vrrp_gateways,
 )  # fmt: skip
 from generators.incidents.svcconf import DNSMASQ_FIXED, Config
 from generators.netlab.live import NetLab
-from generators.netlab.spec import NetSpec
+from generators.netlab.spec import Lan, NetSpec
+
+
+def host_lans(spec: NetSpec) -> list[Lan]:
+    return [lan for lan in spec.lans if lan.kind == "hosts" and lan.hosts]
 
 
 def dns_config(spec: NetSpec, server: str) -> Config:
+    """dnsmasq on the server: names, and a DHCP pool per host LAN (tag l<lan>) handing out
+    .100-.199 with the LAN's gateway as router, reached through the LAN's relay."""
     lines = [("interface", spec.host(server).intf)]
     lines += [("host-record", f"{dns_name(h.name)},{h.address.split('/')[0]}") for h in spec.hosts]
+    for lan in host_lans(spec):
+        first, last = dhcp_range(lan.subnet)
+        lines.append(("dhcp-range", f"set:l{lan.id},{first},{last},255.255.255.0,1h"))
+        gw = host_gateway(spec, lan.id)
+        lines.append(("dhcp-option", f"tag:l{lan.id},option:router,{gw}"))
     return Config("dns", lines, fixed=DNSMASQ_FIXED)
+
+
+def relay_configs(spec: NetSpec, server: str) -> dict[str, Config]:
+    """dnsmasq as a DHCP relay only (no DNS) on every host LAN's gateway router."""
+    out: dict[str, Config] = {}
+    for lan in host_lans(spec):
+        router, intf, local = gateway_port(spec, lan.id)
+        config = out.setdefault(
+            router, Config("relay", [], fixed=("port=0", "pid-file=/run/svc/daemon.pid"))
+        )
+        config.fixed = (*config.fixed, f"interface={intf}", f"dhcp-relay={local},{server}")
+    return out
 
 
 def vrrp_configs(spec: NetSpec) -> dict[str, Config]:
@@ -136,6 +164,8 @@ class IncidentLab(NetLab):
         dns = next((s for s in self.spec.services if s.kind == "dns"), None)
         if dns is not None:
             self.services.add(dns.device, "dns", dns_config(self.spec, dns.device))
+            for router, config in relay_configs(self.spec, dns.address).items():
+                self.services.add(router, "relay", config)
         for router, config in vrrp_configs(self.spec).items():
             self.services.add(router, "vrrp", config)
         self.healthy = {k: d.config.copy() for k, d in self.services.daemons.items()}
@@ -167,5 +197,5 @@ class IncidentLab(NetLab):
 
 
 def _ready(daemon: Daemon) -> bool:
-    pid = "daemon.pid" if daemon.service == "dns" else "vrrp.pid"
+    pid = "vrrp.pid" if daemon.service == "vrrp" else "daemon.pid"
     return (daemon.folder / pid).exists()

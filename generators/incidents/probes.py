@@ -9,18 +9,22 @@ once, emulators' `_shell`):
          on the way, or a lost "fragmentation needed", fails them while small flows pass;
   names  every host asks the lab's DNS server for three hosts' names, round robin (`dig
          +noall +answer`, one dig per client): the answers it got, name -> address;
-  vips   which routers hold each VRRP group's VIP (the intent: its master, alone).
+  vips   which routers hold each VRRP group's VIP (the intent: its master, alone);
+  leases one host per host LAN broadcasts a DHCP DISCOVER (dhcp.py): whether an OFFER
+         came through the LAN's relay, in the LAN, with its gateway as router.
 `Observation.differences(healthy)` lists what changed, one line each; a kind is observable
 when its injection makes some class differ from the healthy lab's observation.
 """
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass, field
 
 from emulators.probe import Flow
+from generators.incidents.dhcp import leases
 from generators.incidents.edge import dns_name
-from generators.incidents.lab import IncidentLab
+from generators.incidents.lab import IncidentLab, host_lans
 from generators.netlab.live import host_flows
 
 LARGE_PAYLOAD = 1472  # with 28 bytes of headers: a 1500-byte packet
@@ -40,6 +44,8 @@ class Observation:
     large: dict[tuple[str, str], bool] = field(default_factory=dict)
     names: dict[str, frozenset[tuple[str, str]]] = field(default_factory=dict)
     vips: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    # host -> (the offered address is in its LAN, the router option) or None: no OFFER
+    leases: dict[str, tuple[bool, str] | None] = field(default_factory=dict)
 
     def differences(self, healthy: Observation) -> list[str]:
         out = [
@@ -57,6 +63,11 @@ class Observation:
             if answers != want:
                 wrong = sorted(answers ^ want)[:3]
                 out.append(f"names from {client}: {len(answers)} answers, differing {wrong}")
+        out += [
+            f"lease for {host}: {lease or 'no offer'}"
+            for host, lease in sorted(self.leases.items())
+            if healthy.leases.get(host) != lease
+        ]
         out += [
             f"VRRP {vrid} held by {','.join(held) or 'nobody'}"
             for vrid, held in sorted(self.vips.items())
@@ -94,7 +105,9 @@ def observe(lab: IncidentLab) -> Observation:
             scripts.setdefault(router, "ip -4 -o addr show; ")
     for source in {p[0] for p in pings} if server is not None else ():
         scripts[source] = FLUSH + scripts[source]
-    scripts = {d: s + "wait" for d, s in scripts.items()}
+    # No job-control notices: a "[1]+ Done" printed after the shell's prompt would be
+    # read as the start of the next script's output.
+    scripts = {d: f"set +m; {s}wait" for d, s in scripts.items()}
     outputs = lab.emu._shell(scripts, timeout_s=SCRIPT_S) if scripts else {}
     for device, (_, out) in outputs.items():
         for line in out.splitlines():
@@ -111,4 +124,10 @@ def observe(lab: IncidentLab) -> Observation:
     for g in spec.vrrp if lab.gateways else ():
         held = tuple(r for r in (g.master, g.backup) if f" {g.vip}/" in outputs.get(r, (0, ""))[1])
         seen.vips[g.vrid] = held
+    if dns is not None and lab.services is not None:
+        clients = [(lan.hosts[0], spec.host(lan.hosts[0]).intf) for lan in host_lans(spec)]
+        for host, offer in leases(lab.emu._ns_fds, clients).items():
+            subnet = ipaddress.IPv4Network(spec.lan(spec.host(host).lan).subnet)
+            inside = offer is not None and ipaddress.IPv4Address(offer.address) in subnet
+            seen.leases[host] = None if offer is None else (inside, offer.router)
     return seen

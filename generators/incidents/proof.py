@@ -35,10 +35,12 @@ POLL_S = 0.3
 FINGERPRINT_TRIES = 5
 SETTLE_S = 4.5  # keepalived's master-down interval at advert_int 1, with its skew
 FINGERPRINT = (
-    "ip -o link show | sed -E 's/ state [A-Z]+ / /'; ip -o -4 addr show; ip -4 rule show; "
+    "ip -o link show 2>/dev/null "
+    "| sed -E 's/ state [A-Z]+ / /; s/NO-CARRIER,|,LOWER_UP|,M-DOWN//g'; "
+    "ip -o -4 addr show; ip -4 rule show; "
     "ip -4 route show table all | grep -Ev 'proto (ospf|bgp)|^[[:space:]]' | sed 's/ linkdown//'; "
     "ip neigh show nud permanent; iptables-save | grep -v '^#' | sed -E 's/\\[[0-9]+:[0-9]+\\]//'; "
-    "cat /proc/sys/net/ipv4/ip_forward"
+    "cat /proc/sys/net/ipv4/ip_forward; echo @@end"
 )
 
 
@@ -91,10 +93,12 @@ class Prover:
         self.last: Observation = self.healthy
 
     def _fingerprint(self) -> dict[str, str]:
-        """Every device's configuration text. A netlink dump the kernel interrupted (ip
-        prints an error and a partial list while namespaces change on a busy machine)
-        is read again; iptables tables holding nothing (an empty filter table appears
-        with the first rule added and stays after the last is deleted) are left out."""
+        """Every device's configuration text (carrier flags left out: they are state, not
+        configuration; `ip link` says on stderr, for every veth, that it cannot name the
+        namespace of its peer: not read). A reading cut short (no end mark) is read
+        again; iptables tables holding nothing (an empty filter table
+        appears with the first rule added and stays after the last is deleted) are left
+        out."""
         devices = [d.name for d in self.lab.emu.lab.devices]
         out: dict[str, str] = {}
         for _ in range(FINGERPRINT_TRIES):
@@ -102,7 +106,7 @@ class Prover:
             if not todo:
                 break
             for device, (_, text) in self.lab.emu._shell(dict.fromkeys(todo, FINGERPRINT)).items():
-                if "Error:" not in text:
+                if text.rstrip().endswith("@@end"):
                     out[device] = _without_empty_tables(text)
         return out
 
@@ -165,6 +169,29 @@ class Prover:
             proof.error = f"state differs from the healthy lab after the fix: {drift[:3]}"
         return proof
 
+    def prove_benign(self, fault: Fault) -> Proof:
+        """A benign anomaly: injected, it changes no probe; its evidence shows it through
+        the read-only sandbox; then it is taken out again (trusted: it has no fix)."""
+        proof = Proof(fault.kind, fault.summary)
+        self.inject(fault)
+        differences = [self.differences(), self.differences()]
+        proof.observed = differences[0] or differences[1]
+        if proof.observed:
+            proof.error = f"a benign anomaly changed what the probes see: {proof.observed[:3]}"
+        for ev in fault.evidence:
+            result = self.ro.run(ev.machine, ev.command)
+            ok = result.status is Status.OK and re.search(ev.pattern, result.output) is not None
+            proof.evidence.append("ok" if ok else f"{result.status}: {result.output[-300:]!r}")
+            if not ok and proof.error is None:
+                proof.error = f"evidence {ev.command!r} on {ev.machine} did not show it"
+        for step in reversed(fault.inject):
+            argv = _undo(step.lines)
+            self.lab.emu.run(step.device, argv, timeout_s=10)
+        drift = self.drift()
+        if drift and proof.error is None:
+            proof.error = f"state differs from the healthy lab after taking it out: {drift[:3]}"
+        return proof
+
     def drift(self) -> list[str]:
         """What differs from the healthy lab's configuration (kernel and services)."""
         now = self._fingerprint()
@@ -203,3 +230,16 @@ def _without_empty_tables(text: str) -> str:
         else:
             out.append(line)
     return "\n".join(out)
+
+
+def _undo(argv: tuple[str, ...]) -> tuple[str, ...]:
+    """The argv that takes out what a benign injection added (`ip route add`, `iptables
+    -A`): the same words with the verb turned."""
+    words = list(argv)
+    if words[:3] == ["ip", "route", "add"]:
+        words[2] = "del"
+    elif words[:2] == ["iptables", "-A"]:
+        words[1] = "-D"
+    else:
+        raise ValueError(f"no undo known for {argv}")
+    return tuple(words)

@@ -16,10 +16,15 @@ from dataclasses import dataclass, field
 
 from emulators.netcmd.svcctl import DIRECTIVES, directive_key
 
+# dnsmasq's own plumbing. `no-ping`: dnsmasq pings an address before it offers it, and in
+# its jail that stalled its DHCP loop (relayed DISCOVERs queued unread on its socket); the
+# lab's addresses are all known, so the check buys nothing here.
 DNSMASQ_FIXED = (
     "no-resolv", "no-hosts", "bind-interfaces", "domain-needed", "local=/lab/",
     "domain=lab", "pid-file=/run/svc/daemon.pid", "port=53",
+    "dhcp-leasefile=/run/svc/daemon.leases", "no-ping",
 )  # fmt: skip
+DNSMASQ_SERVICES = ("dns", "relay")  # configurations rendered as dnsmasq's
 
 
 @dataclass
@@ -38,7 +43,8 @@ class Config:
         return (self.service, tuple(sorted(self.lines)), self.fixed, self.name)
 
     def _key(self, directive: str, value: str) -> str:
-        return directive_key(DIRECTIVES[(self.service, directive)], value)
+        found = next(d for (_, name), d in DIRECTIVES.items() if name == directive)
+        return directive_key(found, value)
 
     def set(self, directive: str, value: str) -> bool:
         key = self._key(directive, value)
@@ -64,15 +70,20 @@ class Config:
         return None
 
     def render(self) -> str:
-        if self.service == "dns":
+        if self.service in DNSMASQ_SERVICES:
             return "\n".join([*self.fixed, *(f"{d}={v}" for d, v in self.lines)]) + "\n"
         return _keepalived(self)
 
-    def show(self) -> str:
-        """What `svcctl SERVICE show` prints: the editable lines (and the fixed ones)."""
-        if self.service == "dns":
+    def show(self, service: str = "") -> str:
+        """What `svcctl SERVICE show` prints: that service's editable lines (dnsmasq holds
+        both dns and dhcp), and the fixed ones."""
+        if self.service in DNSMASQ_SERVICES:
             fixed = "\n".join(f"  {line}" for line in self.fixed if not line.startswith("pid"))
-            lines = "\n".join(f"{d} {v}" for d, v in self.lines) or "(none)"
+            mine = [
+                (d, v) for d, v in self.lines
+                if not service or (service == "dhcp") == d.startswith("dhcp-")
+            ]  # fmt: skip
+            lines = "\n".join(f"{d} {v}" for d, v in mine) or "(none)"
             return f"{lines}\n# fixed:\n{fixed}\n"
         return _keepalived(self)
 

@@ -5,6 +5,7 @@ Every family module (ospf, bgp, dataplane, l2, services, benign) is imported her
 registry is complete as soon as any module of this package is imported.
 """
 
+import generators.incidents.faults.benign_dp  # noqa: F401
 import generators.incidents.faults.bgp  # noqa: F401
 import generators.incidents.faults.bgp_policy  # noqa: F401
 import generators.incidents.faults.bgp_routes  # noqa: F401

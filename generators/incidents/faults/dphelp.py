@@ -17,6 +17,7 @@ import re
 import shlex
 from collections.abc import Sequence
 
+from generators.incidents.edge import gateway_port
 from generators.incidents.faults.kinds import Cause, Evidence, Fault, Injection, Taken
 from generators.netlab.spec import Host, Lan, NetSpec
 
@@ -30,11 +31,7 @@ def host_lans(spec: NetSpec) -> list[Lan]:
 
 def gateway(spec: NetSpec, lan: Lan) -> tuple[str, str, str]:
     """(router, interface, address) of the LAN's gateway, as its hosts route."""
-    for attach in lan.routers:
-        if attach.address.split("/")[0] == lan.gateway:
-            return attach.router, attach.intf, lan.gateway
-    attach = lan.routers[0]
-    return attach.router, attach.intf, attach.address.split("/")[0]
+    return gateway_port(spec, lan.id)
 
 
 def host(spec: NetSpec, name: str) -> Host:

@@ -9,15 +9,16 @@ words after `svcctl`), fixed with svcctl as an agent sends it; `dns_blocked` is 
 on the server's gateway. What shows them: a name lookup from a host (`dig`), or which
 router holds a VIP (the VRRP intent: the master does).
 
-DHCP is not offered: no client probe here has been made to receive a relayed OFFER
-(DESIGN28 §9), and a DHCP kind whose symptom cannot be probed is not validated.
+DHCP: the same dnsmasq serves a pool per host LAN (tag l<lan>, .100-.199, the LAN's
+gateway as router) through a relay on the LAN's gateway router; the lease probe
+(generators/incidents/dhcp.py) reads the OFFER a host's DISCOVER gets.
 """
 
 from __future__ import annotations
 
 import random
 
-from generators.incidents.edge import dns_name
+from generators.incidents.edge import dhcp_range, dns_name, host_gateway
 from generators.incidents.faults import dphelp as h
 from generators.incidents.faults.kinds import Fault, Injection, Taken, define
 from generators.netlab.spec import NetSpec
@@ -120,6 +121,58 @@ def dns_blocked(rng: random.Random, spec: NetSpec, taken: Taken) -> Fault | None
     )  # fmt: skip
 
 
+def _pool(rng: random.Random, spec: NetSpec, taken: Taken):
+    dns = _dns(spec)
+    lans = h.host_lans(spec)
+    if dns is None or len(lans) < 2 or not taken.free("service:dhcp"):
+        return None
+    lan = rng.choice(lans)
+    return dns, lan
+
+
+def dhcp_router_option_wrong(rng: random.Random, spec: NetSpec, taken: Taken) -> Fault | None:
+    found = _pool(rng, spec, taken)
+    if found is None:
+        return None
+    dns, lan = found
+    right = host_gateway(spec, lan.id)
+    wrong = h.unused_address(lan.subnet, h.lan_addresses(spec, lan), rng)
+    option = f"tag:l{lan.id},option:router"
+    return h.fault(
+        "services.dhcp_router_option_wrong", dns.device, "dhcp", placement="pool",
+        summary=f"the DHCP server offers {lan.subnet}'s clients {wrong} as their router, "
+        f"not {right}",
+        inject=[_svc(dns.device, f"dhcp set dhcp-option {option},{wrong}")],
+        fix=[(dns.device, f"svcctl dhcp set dhcp-option {option},{right}")],
+        evidence=[h.evidence(dns.device, "svcctl dhcp show", f"dhcp-option {option},{wrong}",
+                             line=True)],
+        elements=["service:dhcp", f"lan:{lan.id}"],
+    )  # fmt: skip
+
+
+def dhcp_range_wrong(rng: random.Random, spec: NetSpec, taken: Taken) -> Fault | None:
+    found = _pool(rng, spec, taken)
+    if found is None:
+        return None
+    dns, lan = found
+    other = rng.choice([x for x in h.host_lans(spec) if x.id != lan.id])
+    first, last = dhcp_range(lan.subnet)
+    wrong_first, wrong_last = dhcp_range(other.subnet)
+    tail = "255.255.255.0,1h"
+    return h.fault(
+        "services.dhcp_range_wrong", dns.device, "dhcp", placement="pool",
+        summary=f"the DHCP pool of {lan.subnet} hands out {other.subnet}'s addresses: its "
+        "clients get no offer",
+        inject=[_svc(dns.device,
+                     f"dhcp set dhcp-range set:l{lan.id},{wrong_first},{wrong_last},{tail}")],
+        fix=[(dns.device, f"svcctl dhcp set dhcp-range set:l{lan.id},{first},{last},{tail}")],
+        evidence=[h.evidence(dns.device, "svcctl dhcp show",
+                             f"dhcp-range set:l{lan.id},{wrong_first},{wrong_last},{tail}",
+                             line=True)],
+        elements=["service:dhcp", f"lan:{lan.id}"],
+    )  # fmt: skip
+
+
 def vrrp_priority_inverted(rng: random.Random, spec: NetSpec, taken: Taken) -> Fault | None:
     if not spec.vrrp:
         return None
@@ -203,4 +256,17 @@ _kind(
     "vrrp:<vrid>",
     topologies={"campus"},
     checks=("intent",),
+)
+_kind(
+    "dhcp_router_option_wrong",
+    dhcp_router_option_wrong,
+    "the DHCP server offers a LAN's clients the wrong router",
+    "dhcp",
+    checks=("works",),
+)
+_kind(
+    "dhcp_range_wrong",
+    dhcp_range_wrong,
+    "a LAN's DHCP pool hands out addresses of another subnet",
+    "dhcp",
 )
