@@ -4,6 +4,7 @@ pool's two ways of resetting a reused lab (by difference, or the cold restart)."
 
 from __future__ import annotations
 
+import os
 import socket
 import struct
 import threading
@@ -12,13 +13,14 @@ import time
 import pytest
 
 from emulators import routes
-from generators.lab.frr import confdiff
+from generators.lab.frr import confdiff, daemons
 from generators.lab.frr.pool import WarmPool
 from generators.lab.frr.reading import BgpPeer, OspfNeighbour, Reading
 from generators.routing.config import RoutingConfig
 from generators.routing.frr.ahead import Ahead
 from generators.routing.frr.topology import FrrTopology
 from pipeline.errors import ConfigError, EnvironmentFailure
+from tests.conftest import require, require_root
 
 
 def test_confdiff_reads_contexts_and_undoes_lines():
@@ -202,3 +204,33 @@ def test_a_wrong_restore_mode_fails_before_any_lab():
     cfg = RoutingConfig(frr_restore="cold")
     with pytest.raises(ConfigError, match=r"app\.frr_restore must be one of \['diff', 'restart'\]"):
         cfg.validate()
+
+
+@pytest.mark.integration
+def test_rewritten_router_folders_are_the_same_folders_emptied():
+    """A restore rewrites every router's folders (no stale socket, pid file or `write
+    memory` leftover) in the folders the lab's vtysh jail holds: never made anew, so the
+    jail does not restart after each restore (emulators/zygote/client.py)."""
+    require_root("the router folders are chowned to frr")
+    require(daemons.installed() is None, daemons.installed() or "")
+    group = daemons.RouterDaemons(f"units{os.getpid()}", ["r1"], ["zebra"], lambda r: "")
+    try:
+        group.write_configs({"r1": {"zebra": "hostname r1\n"}})
+        root = group.root("r1")
+        before = {p: os.stat(root / p).st_ino for p in ("", "etc", "run", "vty")}
+        for stale in ("vty/zebra.vty", "run/zebra.pid", "etc/zebra.conf.sav", "zebra.out"):
+            (root / stale).write_text("stale")
+        (root / "run" / "dump").mkdir()
+        group.write_configs({"r1": {"zebra": "hostname r1\n!\n"}})
+        assert {p: os.stat(root / p).st_ino for p in before} == before
+        assert sorted(str(p.relative_to(root)) for p in root.rglob("*")) == [
+            "etc",
+            "etc/zebra.conf",
+            "run",
+            "vty",
+            "vtysh.conf",
+        ]
+        assert (root / "etc" / "zebra.conf").read_text() == "hostname r1\n!\n"
+        assert (root / "vty").stat().st_gid == daemons.frr_ids()[2]
+    finally:
+        group.remove()

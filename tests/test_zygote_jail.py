@@ -6,7 +6,9 @@ suite sends past the argument check fail the same way; lab zygotes stop with the
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -187,6 +189,54 @@ def test_lab_zygotes_run_on_the_lab_and_stop_with_it():
         emu.stop()
         assert world.gone_within(jailed, 5) and emu._zygotes == {}
         assert MininetEmulator.leftovers(emu.prefix) == []
+
+
+def test_a_replaced_source_restarts_the_jail_and_a_folder_changed_inside_does_not(net, tmp_path):
+    """A lab's life rewrites what is inside the folders its jail stages (a service's or
+    router's folder emptied, a subfolder made anew, a file replaced by rename): the next
+    command sees it, through the same zygote. A source replaced (the folder made anew
+    under its path, a bound binary upgraded by rename) restarts the zygote, whose next
+    command gets the new one."""
+    svc, tool = tmp_path / "svc", tmp_path / "tool"
+    (svc / "run").mkdir(parents=True)
+    (svc / "run" / "state").write_text("one\n")
+    tool.write_text("#!/usr/bin/dash\necho tool-1\n")
+    tool.chmod(0o755)
+    base = world.hostile_root()
+    root = dataclasses.replace(
+        base,
+        ro_binds=(*base.ro_binds, (str(tool), "/opt/ng/tool")),
+        stages=(*base.stages, (str(svc), "svc")),
+        targets=(*base.targets, ("d", "/srv")),
+    )
+    shown = world.sh(root, "cat /srv/run/state; /opt/ng/tool")
+    turn = dataclasses.replace(shown, binds=(*shown.binds, ("svc", "/srv")))
+    zygote = Zygote(root, name="sources")
+    try:
+
+        def run() -> str:
+            got = zygote.run(turn, net_fd=net, timeout_s=10, output_bytes=4096)
+            assert got.exit_code == 0, got.output
+            return got.output
+
+        assert run() == "one\ntool-1\n"
+        shutil.rmtree(svc / "run")  # the service reconfigured: its folder emptied, made anew
+        (svc / "run").mkdir()
+        (svc / "run" / "state.new").write_text("two\n")
+        (svc / "run" / "state.new").rename(svc / "run" / "state")
+        assert run() == "two\ntool-1\n" and zygote.starts == 1
+        svc.rename(tmp_path / "svc.old")  # the folder itself is now another folder
+        (svc / "run").mkdir(parents=True)
+        (svc / "run" / "state").write_text("three\n")
+        assert run() == "three\ntool-1\n" and zygote.starts == 2
+        upgraded = tmp_path / "tool.new"  # the binary upgraded as dpkg does: by rename
+        upgraded.write_text("#!/usr/bin/dash\necho tool-2\n")
+        upgraded.chmod(0o755)
+        upgraded.rename(tool)
+        assert run() == "three\ntool-2\n" and zygote.starts == 3
+        assert run() == "three\ntool-2\n" and zygote.starts == 3
+    finally:
+        zygote.close()
 
 
 # -- the messages (no root needed) ----------------------------------------------------------

@@ -14,6 +14,15 @@ namespace is gone. Used cgroups are removed while the next command runs, and all
 `close`. Nothing waits without a deadline: a zygote that does not answer in time, or
 dies, is killed and the call raises EnvironmentFailure; a zygote found dead between
 commands is restarted.
+
+A zygote's root holds its host sources (binds, copied files, staged folders) as they
+were when it started: a file or folder replaced since (a binary upgraded by rename, a
+folder made anew under the same path) is not what a command would get in a fresh jail,
+so before each command every source is compared with the one held, and the zygote
+restarts when one differs. Each source is held open (O_PATH) from before the zygote
+staged it, so its inode cannot be freed and reused by another file: the same (device,
+inode) is the same file. What changes inside a bound or staged folder (a file rewritten,
+a subfolder made anew) is seen by the next command as it is: that restarts nothing.
 """
 
 from __future__ import annotations
@@ -70,6 +79,32 @@ class _Process:
         self.sock: socket.socket | None = None
         self.prepared: MemoryCgroup | None = None  # the next command's, its child in it
         self.used: list[MemoryCgroup] = []  # commands' that ended, to remove
+        self.held: dict[str, tuple[int, tuple[int, int]]] = {}  # source -> (O_PATH fd, id)
+
+    def hold(self, sources: tuple[str, ...]) -> None:
+        """Open every source (before the zygote stages it): see the module docstring."""
+        self.release()
+        for path in sources:
+            try:
+                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            except OSError:
+                self.held[path] = (-1, (0, 0))  # absent: a "try" source, or gone
+                continue
+            st = os.fstat(fd)
+            self.held[path] = (fd, (st.st_dev, st.st_ino))
+
+    def replaced(self) -> str | None:
+        """The first held source that is no longer at its path, or None."""
+        for path, (_, held) in self.held.items():
+            if _identity(path) != held:
+                return path
+        return None
+
+    def release(self) -> None:
+        while self.held:
+            fd, _ = self.held.popitem()[1]
+            if fd >= 0:
+                os.close(fd)
 
     def remove_used(self) -> None:
         while self.used:
@@ -77,6 +112,7 @@ class _Process:
 
     def stop(self, kill: bool = False) -> None:
         self._stop(kill)
+        self.release()
         self.remove_used()
         if self.prepared is not None and self.prepared is not NO_CGROUP:
             self.prepared.remove()
@@ -107,8 +143,7 @@ class Zygote:
         self.name = name
         self.starts = 0
         self.cgroup: MemoryCgroup | None = None  # the running command's, else the last one's
-        self._sources = dict((name, src) for src, name in root.stages)
-        self._staged: dict[str, tuple[int, int]] = {}  # stage -> (device, inode) when staged
+        self._sources = host_sources(root)
         self._lock = threading.Lock()
         self._p = _Process()
         self._finalizer = weakref.finalize(self, self._p.stop)
@@ -119,7 +154,7 @@ class Zygote:
         if self.starts:
             log.warning("restarting the %s zygote (start %d)", self.name, self.starts + 1)
         self.starts += 1
-        self._staged = {name: _identity(src) for name, src in self._sources.items()}
+        self._p.hold(self._sources)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             self._p.proc = subprocess.Popen(
@@ -180,8 +215,12 @@ class Zygote:
                     log.warning("the %s zygote died between commands", self.name)
                     self._p.stop(kill=True)
                 self._start()
-            elif self._restaged(turn):
-                log.warning("a source of the %s zygote was replaced; restarting it", self.name)
+            elif (replaced := self._p.replaced()) is not None:
+                log.warning(
+                    "a source of the %s zygote was replaced (%s); restarting it",
+                    self.name,
+                    replaced,
+                )
                 self._p.stop()
                 self._start()
             if self._p.sock is not None and self._p.prepared is None:
@@ -208,12 +247,6 @@ class Zygote:
             finally:
                 os.close(write_fd)
             return self._collect(read_fd, turn, started, timeout_s, output_bytes)
-
-    def _restaged(self, turn: Turn) -> bool:
-        """Whether a source `turn` binds from is no longer the one staged (a folder made
-        anew under the same path: the zygote holds the old one)."""
-        names = {src.split("/", 1)[0] for src, _ in turn.binds}
-        return any(_identity(self._sources[n]) != self._staged.get(n) for n in names)
 
     def _ahead(self) -> None:
         """While the command runs: remove the cgroups of the ones before it, and prepare
@@ -342,6 +375,18 @@ class Zygote:
                 chunks.append(data)
                 got += len(data)
         return got
+
+
+def host_sources(root: Root) -> tuple[str, ...]:
+    """Every host path `root` takes in when the zygote starts, resolved as Root.message
+    resolves them: bound, bound where it exists, copied, staged."""
+    paths = [
+        *(src for src, _ in root.ro_binds),
+        *root.ro_binds_try,
+        *root.copies,
+        *(src for src, _ in root.stages),
+    ]
+    return tuple(dict.fromkeys(os.path.realpath(p) for p in paths))
 
 
 def _identity(path: str) -> tuple[int, int]:

@@ -6,7 +6,8 @@ an agent's commands are; ~3 minutes), bounds (the kernel memory one lab can be m
 hold, before and after the bounds by effect; needs root, ~15 minutes), checks
 (what the lab apps' intended-state checks cost per episode, and the prober against fping),
 fuzz (the reply fuzzer's targets: hostile replies through every app and agent door,
-crashes found; pipeline/fuzz/).
+crashes found; pipeline/fuzz/), labjail (zygote restarts and seconds per command over a
+scripted incidents episode: reset, svcctl set, reads; ~2 minutes, root).
 """
 
 from pipeline.api import BenchSpec
@@ -16,4 +17,5 @@ BENCHES = [
     BenchSpec("checks", ".checks:bench"),
     BenchSpec("bounds", ".bounds:run_all"),
     BenchSpec("fuzz", ".fuzz:bench", default=True),
+    BenchSpec("labjail", ".labjail:run_all"),
 ]

@@ -73,6 +73,18 @@ def cleanup_stale(alive: Callable[[str], bool]) -> list[str]:
     return removed
 
 
+def _empty(folder: Path, keep: Sequence[str] = ()) -> None:
+    """Remove what `folder` holds but the folders named in `keep` (a stale socket, pid
+    file or log, a file a `write memory` left): the folder as freshly made."""
+    for path in folder.iterdir():
+        if path.name in keep and path.is_dir() and not path.is_symlink():
+            continue
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+
+
 def frr_ids() -> tuple[int, int, int]:
     """(uid of frr, gid of frr, gid of frrvty)."""
     user = pwd.getpwnam("frr")
@@ -124,17 +136,22 @@ class RouterDaemons:
         return self.root(router) / "vty"
 
     def write_configs(self, configs: dict[str, dict[str, str]]) -> None:
-        """Fresh folders for every router, holding its configuration once per daemon
-        (configs[router][daemon]; without an integrated configuration, `write memory` makes
-        each daemon write its own file)."""
+        """Every router's folders emptied (made where missing), holding its configuration
+        once per daemon (configs[router][daemon]; without an integrated configuration,
+        `write memory` makes each daemon write its own file). The folders themselves are
+        kept, never made anew: the lab's persistent vtysh jail holds each router's folder
+        as it was when the jail started (emulators/zygote), and restarts when it is
+        another folder; emptied, a restored lab's is still the one the jail holds."""
         self.base.mkdir(parents=True, exist_ok=True)
         os.chmod(self.base, 0o755)
+        uid, gid, vty_gid = frr_ids()
         for router in self.routers:
             root = self.root(router)
-            shutil.rmtree(root, ignore_errors=True)
-            uid, gid, vty_gid = frr_ids()
+            root.mkdir(exist_ok=True)
+            _empty(root, keep=("etc", "run", "vty"))
             for sub in ("etc", "run", "vty"):
-                (root / sub).mkdir(parents=True)
+                (root / sub).mkdir(exist_ok=True)
+                _empty(root / sub)
                 os.chown(root / sub, uid, vty_gid if sub == "vty" else gid)
                 os.chmod(root / sub, 0o770 if sub == "vty" else 0o750)
             os.chmod(root, 0o755)
