@@ -34,7 +34,10 @@ What a command gets, and why it is the one-shot jail's boundary:
     process exits (a pidfd) or when the waiter NetGauge started is killed (PDEATHSIG),
     and its commands die with its pid namespace. A dead zygote is restarted between
     commands and is an EnvironmentFailure during one (client.py); nothing waits without
-    a deadline.
+    a deadline;
+  - no command runs on a stale source: a zygote whose host file or folder (a bound
+    binary or library, a copied file, a staged folder) was replaced since it started
+    restarts before its next command (client.py).
 
 Modules: spec (Root, Turn: what ngzygote is told), client (Zygote: start, run, stop).
 """
