@@ -103,6 +103,34 @@ def test_nothing_a_read_only_episode_sent_changed_the_lab(prover):
     assert prover.drift() == []
 
 
+def test_a_reset_and_service_changes_restart_none_of_the_labs_jails(prover):
+    """A lab's life (the routers' folders rewritten by a reset, DNS, DHCP and VRRP
+    reconfigured and their daemons restarted) replaces no source of the lab's persistent
+    jails: the same zygotes serve on (emulators/zygote/client.py restarts one whose
+    source was replaced)."""
+    lab, gate = prover.lab, prover.rw
+    reads = [("dist1a", "vtysh -c 'show ip ospf neighbor'"), ("h10_1", "ip -br addr")]
+    for machine, command in reads:
+        assert gate.run(machine, command).status is Status.OK
+    starts = {id(z): z.starts for z in lab.emu._zygotes.values()}
+    assert len(starts) == 2  # the lab commands' jail and the vtysh one
+    configs = lab.frr_configs()
+    for group in {id(g): g for g in lab.daemons.values()}.values():
+        group.stop()  # what a reset does to FRR (generators/incidents/labs.py: restore)
+        group.write_configs({r: configs[r] for r in group.routers})
+        group.start()
+    lab.converge()
+    for command in ("dns set host-record web.lab,10.0.1.11", "dns unset host-record web.lab",
+                    "dhcp set dhcp-option tag:l10,option:router,10.1.10.253",
+                    "dhcp set dhcp-option tag:l10,option:router,10.1.10.254"):  # fmt: skip
+        assert gate.run("srv1", f"svcctl {command}").status is Status.OK
+    for command in ("vrrp set priority 10 120", "vrrp set priority 10 150"):
+        assert gate.run("dist1a", f"svcctl {command}").status is Status.OK
+    for machine, command in reads:
+        assert gate.run(machine, command).status is Status.OK
+    assert {id(z): z.starts for z in lab.emu._zygotes.values()} == starts
+
+
 @pytest.mark.integration
 def test_the_reset_restores_a_ports_bridge():
     require_emulator("mininet")
