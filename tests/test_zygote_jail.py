@@ -267,3 +267,33 @@ def test_a_missing_or_stale_zygote_binary_says_how_to_build_it(monkeypatch, tmp_
     os.utime(tmp_path / "ngzygote", (1, 1))  # built before its sources were last changed
     with pytest.raises(EnvironmentFailure, match="older than its sources"):
         client.binary()
+
+
+def test_a_source_is_replaced_when_its_path_names_another_file(tmp_path):
+    folder, tool, link, later = (tmp_path / n for n in ("folder", "tool", "link", "later"))
+    folder.mkdir()
+    tool.write_text("1")
+    link.symlink_to(tool)
+    root = Root(ro_binds=((str(tool), "/t"), (str(link), "/l")), ro_binds_try=(str(later),),
+                stages=((str(folder), "f"),))  # fmt: skip
+    held = client._Process()
+    held.hold(client.host_sources(root))
+    try:
+        (folder / "sub").mkdir()  # inside a folder, in place: the same sources
+        tool.write_text("2")
+        assert held.replaced() is None
+        link.unlink()  # the symlink pointed elsewhere
+        link.symlink_to(folder)
+        assert held.replaced() == str(link)
+        link.unlink()
+        link.symlink_to(tool)
+        held.hold(client.host_sources(root))
+        later.write_text("")  # a "try" source that appeared
+        assert held.replaced() == str(later)
+        held.hold(client.host_sources(root))
+        folder.rename(tmp_path / "old")  # the folder made anew: its old inode is held,
+        folder.mkdir()  # so the new one cannot reuse it
+        assert held.replaced() == str(folder)
+    finally:
+        held.release()
+    assert held.held == {}

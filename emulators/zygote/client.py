@@ -378,15 +378,16 @@ class Zygote:
 
 
 def host_sources(root: Root) -> tuple[str, ...]:
-    """Every host path `root` takes in when the zygote starts, resolved as Root.message
-    resolves them: bound, bound where it exists, copied, staged."""
+    """Every host path `root` takes in when the zygote starts: bound, bound where it
+    exists, copied, staged. Kept as named, not resolved: each look follows the symlinks
+    on the way as Root.message does, so a symlink pointed elsewhere is a replacement."""
     paths = [
         *(src for src, _ in root.ro_binds),
         *root.ro_binds_try,
         *root.copies,
         *(src for src, _ in root.stages),
     ]
-    return tuple(dict.fromkeys(os.path.realpath(p) for p in paths))
+    return tuple(dict.fromkeys(paths))
 
 
 def _identity(path: str) -> tuple[int, int]:
