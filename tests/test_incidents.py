@@ -17,6 +17,7 @@ import pytest
 from generators.incidents.app import IncidentsApp
 from generators.incidents.checks import Dns
 from generators.incidents.config import TIERS, IncidentsConfig
+from generators.incidents.prompt import status
 from generators.incidents.reading import filter_rules, interfaces, sections
 from generators.incidents.scoring import score
 from generators.incidents.specs import spec
@@ -134,6 +135,23 @@ def test_prompts_say_the_task_the_intent_and_the_budgets():
     (query,) = detect.generator().generate(7, 0, 1, live=False)
     assert "Ticket" not in query.prompt and '"healthy": true' in query.prompt
     assert "By design:" in query.prompt and "40 turns" in query.prompt
+    assert "more than one problem" in mitigate_prompt(7) and "one problem." in mitigate_prompt(6)
+
+
+def mitigate_prompt(level: int, *overrides: str) -> str:
+    app = load_app("app=incidents", f"level={level}", *overrides)
+    (query,) = app.generator().generate(level, 0, 1, live=False)
+    return query.prompt
+
+
+def test_prompts_state_the_services_and_the_tool_that_edits_them():
+    """A service fault is fair only if the intent states the service and the agent knows
+    svcctl, the one tool that reads and fixes its daemon (a prompt defect a player found)."""
+    text = mitigate_prompt(6, "app.faults=[services]", "app.topology=campus")
+    assert "DNS: srv1" in text and "DHCP: the same dnsmasq serves every host LAN" in text
+    assert "`svcctl SERVICE show`" in text and "`priority 10 150`" in text
+    assert "dhcp-range set:" in text and "(the DNS and DHCP server)" in text
+    assert "NSSA" not in text  # campus labs have none
 
 
 # -- the verdict on recorded readings -----------------------------------------------------
@@ -204,6 +222,12 @@ def test_vrrp_services_and_benign_evidence():
     assert {f"intent:vrrp:{group.vrid}", "intent:service:srv1:dns", "benign:0"} <= found
     ok = dataclasses.replace(seen, benign={"0": True})
     assert judge(with_benign, ok) == frozenset()
+
+    shown = status(found, {}, "pairs")  # the agent sees each class it is judged on
+    assert (
+        f"VRRP groups whose VIP is not held by their master alone (VRID): 1: {group.vrid}" in shown
+    )
+    assert "service daemons whose configuration differs from the intent: 1: srv1 dns" in shown
 
 
 def test_readers_parse_what_the_tools_print():

@@ -13,7 +13,7 @@ scoring, generator, capacity, app, bench. README.md says what it asks and how it
 
 from pipeline.api import AppSpec, BenchSpec
 
-APP_VERSION = "1"
+APP_VERSION = "2"  # 2: prompts state DHCP and svcctl, status shows vrrp and service
 APP = AppSpec(
     kind="incidents",
     app=".app:IncidentsApp",

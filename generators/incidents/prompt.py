@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
+from emulators.netcmd.svcctl import DIRECTIVES
 from emulators.netcmd.tools import ALL_TOOL_NAMES
 from generators.incidents.config import Tier
 from generators.incidents.edge import (
@@ -28,6 +29,7 @@ from generators.incidents.edge import (
     edge_of,
 )
 from generators.incidents.faults.kinds import Fault
+from generators.incidents.lab import host_lans
 from generators.lab.reply import REPLY_FORMAT
 from generators.netlab.describe import describe
 from generators.netlab.spec import NetSpec
@@ -52,6 +54,8 @@ CLASSES = (  # (id prefix, what fails, in the status's words)
     ("intent:link:", "interfaces whose state, MTU, bridge or addresses differ"),
     ("intent:path:", "path intents not met"),
     ("intent:ecmp:", "ECMP intents not met"),
+    ("intent:vrrp:", "VRRP groups whose VIP is not held by their master alone (VRID)"),
+    ("intent:service:", "service daemons whose configuration differs from the intent"),
     ("benign:", "items marked 'By design' that were changed"),
 )
 
@@ -102,8 +106,8 @@ def prompt(
     vocabulary: Vocabulary | None,
     symptoms: str | None = None,
 ) -> str:
-    # the lab runs DNS on the server, not DHCP (generators/incidents/lab.py)
-    inventory = describe(spec).replace("(DNS, DHCP are placed here)", "(the DNS server)")
+    # the lab's server runs DNS and DHCP (generators/incidents/lab.py)
+    inventory = describe(spec).replace("(DNS, DHCP are placed here)", "(the DNS and DHCP server)")
     # an anomaly with no injection is built into the lab: describe() documents it already
     own = [f"  By design: {b.note or b.summary}." for b in benign if b.inject]
     documented = [*lab_intent(spec), *own]
@@ -133,11 +137,12 @@ def lab_intent(spec: NetSpec) -> list[str]:
     lab.py): the internet edge, the names, the VRRP gateways."""
     out = []
     edge = edge_of(spec)
+    nssa = "(those of NSSA areas excepted) " if any(a.kind == "nssa" for a in spec.areas) else ""
     if edge is not None:
         out.append(
             f"  Internet: {edge.router} {edge.intf} is the uplink to the internet ({INET} "
             f"{INET_ADDR}; {INTERNET} beyond it), learned by OSPF from {edge.router}. Hosts "
-            f"(those of NSSA areas excepted) reach {INET_HOST} over TCP and UDP, masqueraded "
+            f"{nssa}reach {INET_HOST} over TCP and UDP, masqueraded "
             f"as {EDGE_ADDR}; from the internet, TCP port 7 of {EDGE_ADDR} reaches "
             f"{edge.dnat_device} (DNAT) and nothing else but replies is admitted."
         )
@@ -148,6 +153,12 @@ def lab_intent(spec: NetSpec) -> list[str]:
             f"  DNS: {dns.device} ({dns.address.split('/')[0]}, dnsmasq) answers <host>.lab "
             f"for every host ({example} is {dns_name(example)}) to every LAN."
         )
+        if host_lans(spec):
+            out.append(
+                "  DHCP: the same dnsmasq serves every host LAN a pool .100-.199 (leases of "
+                "1h) with the hosts' gateway as router (the VIP where VRRP runs), through "
+                "a DHCP relay (dnsmasq) on the router holding the LAN's gateway address."
+            )
     if spec.vrrp:
         pairs = sorted({(g.master, g.backup) for g in spec.vrrp})
         out.append(
@@ -161,12 +172,17 @@ def lab_intent(spec: NetSpec) -> list[str]:
 def _task(tier: Tier, task: str, vocabulary: Vocabulary | None) -> str:
     if task != "mitigate":
         return task_text(task, vocabulary)
+    count = (
+        "There is one problem."
+        if tier.faults == (1, 1)
+        else "There may be more than one problem, and one may hide another."
+    )
     return (
         "Task: something is wrong: the network does not meet its intent. Find every "
         "problem and fix it, so that every check holds: every host pair over ICMP, TCP "
         "and UDP (echo on port 7), large packets, the protocol state and paths stated, "
-        "and nothing configured beyond what is stated. There may be more than one problem, "
-        "and one may hide another. Never change what the intent marks 'By design' "
+        f"and nothing configured beyond what is stated. {count} Never change what the "
+        "intent marks 'By design' "
         "(that is unsafe), and never break what works."
     )
 
@@ -177,8 +193,21 @@ def _tools(task: str) -> str:
         "host), without a shell. On the routers, `vtysh -c 'LINE' [-c 'LINE' ...]` talks "
         "to FRR, the lines in order as in an interactive session (e.g. -c 'configure "
         "terminal' -c 'interface r1-eth1' -c 'ip ospf cost 10'); `show` lines only look. "
-        f"Other tools: {', '.join(ALL_TOOL_NAMES)} (as on a Linux host; ping needs -c N)."
+        f"Other tools: {', '.join(ALL_TOOL_NAMES)} (as on a Linux host; ping needs -c N). "
+        "Service daemons have no CLI of their own; `svcctl SERVICE show` prints a daemon's "
+        "configuration, `svcctl SERVICE set DIRECTIVE VALUE` replaces the line with the "
+        "same key (or adds it) and `svcctl SERVICE unset DIRECTIVE KEY` removes it, the "
+        "daemon restarting with it (SERVICE dns or dhcp on the DNS server, vrrp on a VRRP "
+        f"router). Directives, spelled as dnsmasq and keepalived spell them: {_directives()}."
     )
+
+
+def _directives() -> str:
+    """svcctl's directives, one example each (emulators/netcmd/svcctl.py)."""
+    by: dict[str, list[str]] = {}
+    for (service, _), directive in DIRECTIVES.items():
+        by.setdefault(service, []).append(f"`{directive.example}`")
+    return "; ".join(f"{service}: {', '.join(examples)}" for service, examples in by.items())
 
 
 def _budget(tier: Tier, task: str, turns: int, read_bytes: int) -> str:
