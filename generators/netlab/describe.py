@@ -107,7 +107,7 @@ def intent(spec: NetSpec) -> str:
         lines.append(
             f"  OSPF (areas {areas}): every router-router link below carries a Full adjacency"
             + (" except the eBGP ones" if outside else "")
-            + "; LAN ports and SVIs are passive."
+            + ("; LAN ports and SVIs are passive." if spec.bridges else "; LAN ports are passive.")
         )
     lines += _bgp(spec)
     if spec.ecmp_width > 1 and (spec.bgp or spec.ospf):

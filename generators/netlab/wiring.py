@@ -149,7 +149,11 @@ class Wiring:
                 )
             if raw.role in ("backup", "spare"):
                 kind = "backup_cost" if raw.role == "backup" else "spare_port"
-                note = f"cost {raw.cost} by design" if raw.role == "backup" else "keep down"
+                note = (
+                    f"backup link to {b} {b_intf}, cost {raw.cost} on both ends by design"
+                    if raw.role == "backup"
+                    else f"spare link to {b} {b_intf}, keep down"
+                )
                 self.benign.append(BenignSlot(kind, a, a_intf, note, present=True))
 
     def _campus(self) -> None:
