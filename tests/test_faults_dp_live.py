@@ -131,6 +131,29 @@ def test_a_reset_and_service_changes_restart_none_of_the_labs_jails(prover):
     assert {id(z): z.starts for z in lab.emu._zygotes.values()} == starts
 
 
+@pytest.mark.parametrize(
+    ("machine", "command", "said"),
+    [
+        ("srv1", "svcctl dns set interface nosuch0", "unknown interface nosuch0"),
+        ("dist1a", "svcctl vrrp set track_interface 10 nosuch0", "Non-existent interface"),
+    ],
+)
+def test_a_configuration_its_daemon_refuses_is_the_agents_failed_step(
+    prover, machine, command, said
+):
+    """A value svcctl's grammar takes but the daemon refuses at start (an interface the
+    device lacks) stops the service, as a real restart would: the agent's step fails with
+    the daemon's own words and the episode goes on (it was an environment failure, which
+    ends the episode blamed on the lab); the lab's restore brings the daemon back."""
+    gate, service = prover.rw, command.split()[1]
+    result = gate.run(machine, command)
+    assert result.status is Status.FAILED, result
+    assert said in result.output and "stopped" in result.output, result.output
+    assert f"{service} on {machine} (stopped)" in gate.run(machine, f"svcctl {service} show").output
+    assert prover.lab.restore_services() == [f"{machine}/{daemons.DAEMON_OF[service]}"]
+    assert "(running)" in gate.run(machine, f"svcctl {service} show").output
+
+
 @pytest.mark.integration
 def test_the_reset_restores_a_ports_bridge():
     require_emulator("mininet")

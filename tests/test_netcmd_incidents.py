@@ -85,6 +85,21 @@ REFUSED = [
     ("ip link set x alias a;b", "shell syntax"),
     ("ip link set x alias 'tab\there'", "bad value"),
     ("ip link set x nomaster v10", "is not allowed"),
+    # what the real tools read otherwise than a check taking Unicode digits or any word as
+    # a name did: each tool refuses these itself, or (axfr, hinfo, hs) reads a query type
+    # or class the grammar does not offer
+    ("dig @10.0.0.1 lab axfr", "query type AXFR is not offered"),
+    ("dig @10.0.0.1 lab IXFR", "query type IXFR is not offered"),
+    ("dig @10.0.0.1 TYPE252 lab", "query type TYPE252 is not offered"),
+    ("dig @10.0.0.1 x.lab hinfo", "query type HINFO is not offered"),
+    ("dig @10.0.0.1 x.lab hs", "class HS is not offered"),
+    ("dig @10.0.0.1 x.lab +time=\u0663", "from 1 to 3"),
+    ("dig @10.0.0.1 -p \u0665\u0663 x.lab", "port number"),
+    ("traceroute -m \u0663\u0660 10.0.0.1", "needs a number"),
+    ("tracepath -l \u0662\u0668 10.0.0.1", "needs a number"),
+    ("ping -c \u0665 10.0.0.1", "needs a number"),
+    ("ping -c 1e0 10.0.0.1", "needs a number"),  # ping reads -c, -s, -t and -w as integers
+    ("ping -c 1 -w 1.5 10.0.0.1", "needs a number"),
 ]
 
 ALLOWED = [
@@ -169,6 +184,17 @@ SVC_REFUSED = [
     ("vrrp set virtual_ipaddress 10 10.0.0.1", "bad value"),
     ("vrrp set notify_master 10 /bin/sh", "has the directives"),
     ("vrrp unset priority 10;x", "bad key"),
+    # values a daemon cannot read, which stopped it (Unicode digits, a label dnsmasq calls
+    # a bad name, a prefix keepalived reads as /32)
+    ("dns set host-record web.lab,10.0.1.\u0661", "bad value"),
+    ("dns set address /web.lab/\u0661\u0660.0.1.1", "bad value"),
+    ("dhcp set dhcp-range set:v10,10.1.10.100,10.1.10.199,255.255.255.0,\u0663h", "bad value"),
+    ("vrrp set priority \u0661\u0660 150", "bad value"),
+    ("vrrp set advert_int 10 \u0661", "bad value"),
+    (f"dns set host-record {'a' * 64}.lab,10.0.0.1", "bad value"),
+    ("vrrp set virtual_ipaddress 10 10.1.10.254/99", "bad value"),
+    ("dns set host-record web.lab,10.0.1.1\u200b", "bad value"),
+    ("dns set host-record \uff57eb.lab,10.0.1.1", "bad value"),  # a fullwidth look-alike
 ]  # fmt: skip
 
 
@@ -249,6 +275,9 @@ def _real(argv: list[str]) -> subprocess.CompletedProcess:
         ("dig @127.0.0.1 +time=1 +tries=1 -tA x.lab", "connection refused"),
         ("bridge f s", ""),
         ("bridge l", ""),
+        ("dig @127.0.0.1 +time=1 +tries=1 lab axfr", "!for lab failed"),  # a transfer, on TCP
+        ("ping -c 1e0 127.0.0.1", "!invalid argument"),
+        ("traceroute -m \u0663\u0660 127.0.0.1", "!Cannot handle `-m'"),
     ],
 )
 def test_the_real_tools_read_these_spellings_as_the_grammar_does(command, want):

@@ -59,6 +59,27 @@ DASH_WHY = {
 }  # fmt: skip
 NAME_RE = re.compile(r"^(?=.{1,253}$)([A-Za-z0-9_-]{1,63}\.)*[A-Za-z0-9_-]{0,63}\.?$")
 MAX_SERVERS = 1
+# The other words dig reads as a query type or class (BIND 9.18's rdatatype and
+# rdataclass tables, any case, and the generic TYPEnnn / CLASSnnn): left to pass as a
+# name, `dig @S lab axfr` would ask for a zone transfer.
+OTHER_TYPES = frozenset({
+    "NS", "MD", "MF", "SOA", "MB", "MG", "MR", "NULL", "WKS", "HINFO", "MINFO", "RP", "AFSDB",
+    "X25", "ISDN", "RT", "NSAP", "NSAP-PTR", "SIG", "KEY", "PX", "GPOS", "LOC", "NXT", "EID",
+    "NIMLOC", "ATMA", "NAPTR", "KX", "CERT", "A6", "DNAME", "SINK", "OPT", "APL", "DS",
+    "SSHFP", "IPSECKEY", "RRSIG", "NSEC", "DNSKEY", "DHCID", "NSEC3", "NSEC3PARAM", "TLSA",
+    "SMIMEA", "HIP", "NINFO", "RKEY", "TALINK", "CDS", "CDNSKEY", "OPENPGPKEY", "CSYNC",
+    "ZONEMD", "SVCB", "HTTPS", "SPF", "UINFO", "UID", "GID", "UNSPEC", "NID", "L32", "L64",
+    "LP", "EUI48", "EUI64", "TKEY", "TSIG", "IXFR", "AXFR", "MAILB", "MAILA", "URI", "CAA",
+    "AVC", "DOA", "AMTRELAY", "TA", "DLV", "KEYDATA",
+}) - TYPES  # fmt: skip
+OTHER_CLASSES = frozenset({"CHAOS", "HS", "HESIOD", "NONE", "ANY", "RESERVED0"}) - CLASSES
+GENERIC_TYPE_RE = re.compile(r"^TYPE\d+$", re.ASCII | re.IGNORECASE)
+GENERIC_CLASS_RE = re.compile(r"^CLASS\d+$", re.ASCII | re.IGNORECASE)
+
+
+def _number(value: str) -> bool:
+    """A decimal number as dig reads one (ASCII digits: `isdigit` also takes others)."""
+    return value.isascii() and value.isdigit()
 
 
 def plus_keyword(word: str) -> str | list[str]:
@@ -90,7 +111,7 @@ def _plus(token: str) -> str | None:
         return f"dig +{found} takes no value" if eq else None
     if not eq:
         return f"dig +{found} needs a value: +{found}=N"
-    if not value.isdigit() or not limits[0] <= int(value) <= limits[1]:
+    if not _number(value) or not limits[0] <= int(value) <= limits[1]:
         return f"dig +{found} must be from {limits[0]} to {limits[1]}, got {value!r}"
     return None
 
@@ -104,7 +125,7 @@ def _dash_value(char: str, value: str) -> str | None:
         return "dig -x needs an IPv4 address"
     if char == "q" and not NAME_RE.match(value):
         return f"dig -q needs a domain name, got {value!r}"
-    if char == "p" and not (value.isdigit() and 1 <= int(value) <= 65535):
+    if char == "p" and not (_number(value) and 1 <= int(value) <= 65535):
         return "dig -p needs a port number"
     return None
 
@@ -144,8 +165,16 @@ def check_dig(args: list[str]) -> str | None:
                         return why
                     rest = ""
             continue
-        if token.upper() in TYPES or token.upper() in CLASSES:
+        word = token.upper()
+        if word in TYPES or word in CLASSES:
             continue
+        if word in OTHER_TYPES or GENERIC_TYPE_RE.match(token):
+            return (
+                f"dig reads {token!r} as a query type: the query type {word} is not offered "
+                f"here (types: {', '.join(sorted(TYPES))})"
+            )
+        if word in OTHER_CLASSES or GENERIC_CLASS_RE.match(token):
+            return f"dig reads {token!r} as a query class: the class {word} is not offered (IN, CH)"
         if not NAME_RE.match(token):
             return f"dig: {token!r} is not a domain name, type or class"
     if servers != MAX_SERVERS:

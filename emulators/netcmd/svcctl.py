@@ -18,7 +18,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_LABEL = r"[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?"
+# Every pattern is matched with re.ASCII: `\d` alone also takes other scripts' digits
+# ("10.0.1.\u0661"), which dnsmasq calls a bad name and stops on. A label is at most 63
+# characters (dnsmasq refuses a longer one), a prefix at most /32 (keepalived reads more
+# as /32).
+_LABEL = r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 _NAME = rf"(?=[A-Za-z0-9.-]{{1,100}}(,|/|$)){_LABEL}(\.{_LABEL})*"
 _IP = r"(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}"
 _IFNAME = r"[A-Za-z0-9_.-]{1,15}"
@@ -72,7 +76,7 @@ DIRECTIVES = {
         Directive(
             "vrrp",
             "virtual_ipaddress",
-            rf"\d{{1,3}} {_IP}/\d{{1,2}}",
+            rf"\d{{1,3}} {_IP}/(3[0-2]|[12]?\d)",
             "virtual_ipaddress 10 10.1.10.254/24",
             r"^(\d+) ",
         ),
@@ -113,7 +117,7 @@ def usage(service: str | None = None) -> str:
 
 
 def directive_key(directive: Directive, value: str) -> str:
-    found = re.match(directive.key, value)
+    found = re.match(directive.key, value, re.ASCII)
     return found.group(1) if found else value
 
 
@@ -143,9 +147,9 @@ def parse(args: list[str]) -> SvcCommand:
         )
     value = " ".join(args[3:])
     if verb == "set":
-        if not re.fullmatch(directive.pattern, value):
+        if not re.fullmatch(directive.pattern, value, re.ASCII):
             raise SvcctlError(f"bad value {value!r} for {directive.name}; e.g. {directive.example}")
         return SvcCommand(service, verb, directive.name, value)
-    if not re.fullmatch(r"[A-Za-z0-9_.:,/ -]{1,120}", value):
+    if not re.fullmatch(r"[A-Za-z0-9_.:,/ -]{1,120}", value, re.ASCII):
         raise SvcctlError(f"bad key {value!r} for svcctl {service} unset {directive.name}")
     return SvcCommand(service, verb, directive.name, value)

@@ -190,6 +190,10 @@ PING_LIMITS = {"-c": (1, 5), "-W": (0, 3), "-i": (0.2, 1), "-s": (0, 1472), "-t"
                "-w": (1, 5)}  # fmt: skip
 PING_FLAGS = {"-n", "-q", "-D", "-O", "-4", "-v", "-U"}
 PING_PMTU = ("do", "want", "dont")  # -M: set DF and refuse to fragment, or not
+# ping reads -c, -s, -t and -w as integers and -W, -i as decimals; ASCII digits only
+# (Python's float() also takes "1e0", "1_0" and other scripts' digits, which ping refuses).
+PING_INTEGER_RE = re.compile(r"\d{1,9}", re.ASCII)
+PING_DECIMAL_RE = re.compile(r"\d{1,9}(\.\d{1,6})?", re.ASCII)
 
 
 def check_ping(args: list[str]) -> str | None:
@@ -220,10 +224,10 @@ def check_ping(args: list[str]) -> str | None:
         return "ping needs a count: ping -c N ADDRESS (N from 1 to 5)"
     for opt, value in values.items():
         low, high = PING_LIMITS[opt]
-        try:
-            number = float(value)
-        except ValueError:
+        pattern = PING_DECIMAL_RE if opt in ("-W", "-i") else PING_INTEGER_RE
+        if not pattern.fullmatch(value):
             return f"ping {opt} needs a number, got {value!r}"
+        number = float(value)
         if not low <= number <= high:
             return f"ping {opt} must be between {low} and {high}, got {value}"
     return None

@@ -21,7 +21,11 @@ from emulators.netcmd import getopt
 from emulators.netcmd.iproute import ipv4
 
 IFNAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,15}$")
-NUMBER_RE = re.compile(r"^\d{1,5}(\.\d{1,3})?$")
+# ASCII digits only (`\d` alone takes any script's, which the tools refuse); seconds may
+# have a fraction, every other value is an integer to both tools.
+NUMBER_RE = re.compile(r"\d{1,5}", re.ASCII)
+SECONDS_RE = re.compile(r"\d{1,5}(\.\d{1,3})?", re.ASCII)
+SECONDS = ("-w", "-z")
 
 # traceroute's CLIF table: short letter -> (long name, takes a value); the long names of
 # options without a short form are in TR_LONG_ONLY.
@@ -111,7 +115,8 @@ def read_traceroute(args: list[str]) -> tuple[list[getopt.Option], list[str]]:
 def _limits(tool: str, values: dict[str, str], limits: dict[str, tuple[float, float]]):
     for name, value in values.items():
         low, high = limits[name]
-        if not NUMBER_RE.match(value):
+        pattern = SECONDS_RE if name in SECONDS and tool == "traceroute" else NUMBER_RE
+        if not pattern.fullmatch(value):
             return f"{tool} {name} needs a number, got {value!r}"
         if not low <= float(value) <= high:
             return f"{tool} {name} must be between {low:g} and {high:g}, got {value}"

@@ -202,9 +202,21 @@ class Services:
             changed = daemon.config.set(command.directive, command.value)
         else:
             changed = daemon.config.unset(command.directive, command.value)
-        if not changed:
+        if not changed and daemon.alive():
             return f"{command.service} on {machine}: nothing changed"
-        self.restart(daemon)
+        try:
+            self.restart(daemon)
+        except EnvironmentFailure:
+            if daemon.alive():
+                raise  # it runs but did not serve in time: the machine's failure
+            # The daemon read the agent's configuration and exited on it: the service is
+            # down, as after a real restart, and that is the agent's step (the lab's reset
+            # restores it), not a failure of the lab that ends the episode.
+            raise SvcctlError(
+                f"configuration written, but {PROGRAMS[daemon.service].rsplit('/', 1)[1]} "
+                f"exits on it: {command.service} on {machine} is stopped; it said: "
+                f"{daemon.output().strip()}"
+            ) from None
         return f"{command.service} on {machine}: configuration written, daemon restarted"
 
     def set_trusted(self, machine: str, lines: tuple[str, ...]) -> None:
