@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from emulators.netcmd import policy, readonly, svcctl
+from emulators.netcmd import policy, readonly, servicegate, svcctl
 from emulators.netcmd.sandbox import SandboxResult, Status
 from emulators.netcmd.servicegate import ServiceGate
 from tests.conftest import require_root
@@ -242,6 +242,10 @@ class _Control:
         (False, "srv1", "svcctl dns set x y", Status.REJECTED, "has the directives"),
         (False, "h9", "svcctl dns show", Status.OK, "ran"),  # the sandbox's own refusal
         (False, "srv1", "ip route show", Status.OK, "ran"),
+        # words are split as shlex splits them (ASCII whitespace): "sudo\u00a0svcctl" is one
+        # word, a tool the sandbox does not know, not sudo and svcctl
+        (False, "srv1", "sudo\u00a0svcctl dns set host-record a.lab,10.0.0.9", Status.OK, "ran"),
+        (False, "srv1", "svcctl\u2003dns show", Status.OK, "ran"),
     ],
 )
 def test_service_gate(read_only, machine, command, status, fragment):
@@ -251,6 +255,18 @@ def test_service_gate(read_only, machine, command, status, fragment):
     assert fragment in result.output, result.output
     if status is Status.REJECTED:
         assert not control.applied
+
+
+def test_a_long_svcctl_command_is_refused_before_it_is_split(monkeypatch):
+    """A 1 MiB svcctl reply costs no parsing (shlex took 0.4 s of CPU on it)."""
+    split: list[int] = []
+    real_split = servicegate.shlex.split
+    monkeypatch.setattr(servicegate.shlex, "split", lambda s: split.append(len(s)) or real_split(s))
+    sandbox, control = _Sandbox(False), _Control()
+    command = "svcctl dns set host-record " + "a" * (1 << 20)
+    result = ServiceGate(sandbox, control).run("srv1", command)
+    assert result.status is Status.REJECTED and "longer than 1000" in result.output
+    assert split == [] and not control.applied and not sandbox.ran
 
 
 def _real(argv: list[str]) -> subprocess.CompletedProcess:

@@ -9,6 +9,7 @@ episode only `svcctl SERVICE show` is taken.
 
 from __future__ import annotations
 
+import re
 import shlex
 from typing import Protocol
 
@@ -27,13 +28,21 @@ class ServiceControl(Protocol):
         ...
 
 
+# The first word, after a bare `sudo`, split where shlex splits (ASCII whitespace only:
+# str.split() also splits at U+00A0, so "sudo\u00a0svcctl" read as svcctl here was one
+# unknown word to the sandbox).
+_HEAD_RE = re.compile(r"[ \t\r\n]*(?:sudo[ \t\r\n]+)?([^ \t\r\n]*)")
+SVCCTL_NAMES = ("svcctl", "/usr/sbin/svcctl", "/usr/bin/svcctl")
+
+
 def svcctl_words(command: str) -> list[str] | None:
-    """The words after `svcctl` when `command` is an svcctl command, else None."""
-    head = command.strip().split(None, 2)
-    if head[:1] == ["sudo"]:
-        head = head[1:]
-    if not head or head[0] not in ("svcctl", "/usr/sbin/svcctl", "/usr/bin/svcctl"):
+    """The words after `svcctl` when `command` is an svcctl command, else None ([] when
+    they cannot be read: a command too long to split, or unbalanced quotes)."""
+    head = _HEAD_RE.match(command)
+    if head is None or head.group(1) not in SVCCTL_NAMES:
         return None
+    if len(command) > policy.MAX_COMMAND_CHARS:
+        return []  # refused by its length (_refusal) before any parsing
     try:
         words = shlex.split(command)
     except ValueError:
