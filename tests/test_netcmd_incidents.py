@@ -9,6 +9,7 @@ reasons, and compares.
 
 from __future__ import annotations
 
+import os
 import subprocess
 
 import pytest
@@ -16,6 +17,8 @@ import pytest
 from emulators.netcmd import policy, readonly, servicegate, svcctl
 from emulators.netcmd.sandbox import SandboxResult, Status
 from emulators.netcmd.servicegate import ServiceGate
+from generators.incidents.daemons import Daemon
+from generators.incidents.svcconf import DNSMASQ_FIXED, Config
 from tests.conftest import require_root
 
 REFUSED = [
@@ -267,6 +270,35 @@ def test_a_long_svcctl_command_is_refused_before_it_is_split(monkeypatch):
     result = ServiceGate(sandbox, control).run("srv1", command)
     assert result.status is Status.REJECTED and "longer than 1000" in result.output
     assert split == [] and not control.applied and not sandbox.ran
+
+
+def test_the_host_follows_no_symlink_nor_fifo_a_jailed_daemon_leaves_in_its_folder(tmp_path):
+    """A daemon runs as root in its jail with its folder writable (daemons.py): a symlink
+    or FIFO it planted there (daemon.conf or daemon.out towards a host file) must not make the
+    host, which writes the configuration and reads the log back to the agent (a daemon
+    that exits on its configuration), write or show that file."""
+    secret = tmp_path / "host-file"
+    secret.write_text("host secret\n")
+    folder = tmp_path / "srv1-dns"
+    folder.mkdir()
+    (folder / "daemon.conf").symlink_to(secret)
+    (folder / "daemon.out").symlink_to(secret)
+    config = Config("dns", [("host-record", "web.lab,10.0.1.11")], fixed=DNSMASQ_FIXED)
+    daemon = Daemon("srv1", "dns", folder, "/proc/self/ns/net", config)
+    assert "host secret" not in daemon.output()
+    daemon.write()
+    assert secret.read_text() == "host secret\n"
+    assert not (folder / "daemon.conf").is_symlink()
+    assert "host-record=web.lab,10.0.1.11" in (folder / "daemon.conf").read_text()
+    daemon.open_log().close()
+    assert secret.read_text() == "host secret\n" and not (folder / "daemon.out").is_symlink()
+    for name in ("daemon.out", "daemon.conf"):  # a FIFO would block the host's open
+        (folder / name).unlink()
+        os.mkfifo(folder / name)
+    assert daemon.output() == ""
+    daemon.write()
+    daemon.open_log().close()
+    assert (folder / "daemon.out").is_file() and (folder / "daemon.conf").is_file()
 
 
 def _real(argv: list[str]) -> subprocess.CompletedProcess:

@@ -18,6 +18,7 @@ import contextlib
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import time
 from collections.abc import Callable
@@ -77,6 +78,19 @@ def jail_argv(folder: Path, service: str) -> list[str]:
     return args
 
 
+def _clear(path: Path) -> None:
+    """Remove what is at `path` unless it is a regular file: a jailed daemon may have left
+    a symlink, a FIFO (which would block the host's open) or a folder there."""
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(mode):
+        shutil.rmtree(path)
+    elif not stat.S_ISREG(mode):
+        path.unlink()
+
+
 @dataclass
 class Daemon:
     """One service daemon on one device."""
@@ -90,15 +104,30 @@ class Daemon:
     restarts: int = 0
     running: Config | None = None  # the configuration it was started with
 
+    # The daemon is root in its jail and its folder is writable there: every file of the
+    # folder the host opens is opened without following a symlink the daemon may have left
+    # (towards a host file the host would write, or read back to the agent).
     def write(self) -> None:
-        (self.folder / "daemon.conf").write_text(self.config.render())
+        path = self.folder / "daemon.conf"
+        _clear(path)
+        path.unlink(missing_ok=True)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+        with os.fdopen(os.open(path, flags, 0o644), "w") as out:
+            out.write(self.config.render())
+
+    def open_log(self):
+        """daemon.out for appending (a symlink there is replaced by a file)."""
+        path = self.folder / "daemon.out"
+        _clear(path)
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
+        return os.fdopen(os.open(path, flags, 0o644), "ab")
 
     def start(self) -> None:
         for stale in self.folder.glob("*.pid"):  # readiness is a fresh pid file
             stale.unlink()
         self.write()
         self.running = self.config.copy()
-        log = open(self.folder / "daemon.out", "ab")  # noqa: SIM115
+        log = self.open_log()
         self.proc = subprocess.Popen(
             ["nsenter", f"--net={self.netns}", *jail_argv(self.folder, self.service)],
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
@@ -129,8 +158,15 @@ class Daemon:
         return self.proc is not None and self.proc.poll() is None
 
     def output(self) -> str:
-        path = self.folder / "daemon.out"
-        return path.read_text(errors="replace")[-400:] if path.exists() else ""
+        try:
+            fd = os.open(self.folder / "daemon.out", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:  # none yet, or a symlink
+            return ""
+        with os.fdopen(fd, "rb") as log:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return ""
+            log.seek(max(0, os.fstat(fd).st_size - 400))
+            return log.read().decode(errors="replace")
 
 
 @dataclass
