@@ -198,6 +198,9 @@ SVC_REFUSED = [
     ("vrrp set virtual_ipaddress 10 10.1.10.254/99", "bad value"),
     ("dns set host-record web.lab,10.0.1.1\u200b", "bad value"),
     ("dns set host-record \uff57eb.lab,10.0.1.1", "bad value"),  # a fullwidth look-alike
+    # an interface name the kernel loads a module for, refused as in every lab command
+    ("vrrp set track_interface 10 gre0", "kernel module's device"),
+    ("dns set interface tunl0", "kernel module's device"),
 ]  # fmt: skip
 
 

@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from emulators.netcmd import kinds
+
 # Every pattern is matched with re.ASCII: `\d` alone also takes other scripts' digits
 # ("10.0.1.\u0661"), which dnsmasq calls a bad name and stops on. A label is at most 63
 # characters (dnsmasq refuses a longer one), a prefix at most /32 (keepalived reads more
@@ -145,6 +147,10 @@ def parse(args: list[str]) -> SvcCommand:
         raise SvcctlError(
             f"svcctl {service} has the directives {', '.join(names)}, not {args[2]!r}"
         )
+    for word in args[3:]:  # as in every lab command (policy.check): the daemon looks it up
+        why = kinds.netdev_refusal(word)
+        if why:
+            raise SvcctlError(why)
     value = " ".join(args[3:])
     if verb == "set":
         if not re.fullmatch(directive.pattern, value, re.ASCII):
