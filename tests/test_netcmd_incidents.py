@@ -17,6 +17,7 @@ import pytest
 from emulators.netcmd import policy, readonly, servicegate, svcctl
 from emulators.netcmd.sandbox import SandboxResult, Status
 from emulators.netcmd.servicegate import ServiceGate
+from generators.incidents import daemons
 from generators.incidents.daemons import Daemon
 from generators.incidents.svcconf import DNSMASQ_FIXED, Config
 from tests.conftest import require_root
@@ -302,6 +303,22 @@ def test_the_host_follows_no_symlink_nor_fifo_a_jailed_daemon_leaves_in_its_fold
     daemon.write()
     daemon.open_log().close()
     assert (folder / "daemon.out").is_file() and (folder / "daemon.conf").is_file()
+
+
+@pytest.mark.parametrize(
+    ("said", "agents"),
+    [
+        ("dnsmasq: unknown interface nosuch0", True),
+        ("Sat Nov 28 (vr10) tracked interface nosuch0 doesn't exist\nStopped", True),
+        ("bwrap: Can't mount proc on /newroot/proc: Device or resource busy", False),
+        ("nsenter: cannot open /proc/4242/ns/net: No such file or directory", False),
+        ("", False),
+    ],
+)
+def test_a_daemon_that_said_why_it_exits_is_the_agents_step(said, agents):
+    """Services.apply: a daemon that exits on the agent's configuration fails the step;
+    a jail that fails around it is still the environment's failure."""
+    assert daemons.refused_by_daemon(said) is agents
 
 
 def _real(argv: list[str]) -> subprocess.CompletedProcess:

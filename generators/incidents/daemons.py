@@ -78,6 +78,13 @@ def jail_argv(folder: Path, service: str) -> list[str]:
     return args
 
 
+def refused_by_daemon(said: str) -> bool:
+    """Whether a daemon that exited at start said why itself (its configuration's fault),
+    rather than its jail failing around it (bwrap or nsenter speaking, or silence)."""
+    lines = [line for line in said.splitlines() if line.strip()]
+    return bool(lines) and not any(line.startswith(("bwrap:", "nsenter:")) for line in lines)
+
+
 def _clear(path: Path) -> None:
     """Remove what is at `path` unless it is a regular file: a jailed daemon may have left
     a symlink, a FIFO (which would block the host's open) or a folder there."""
@@ -102,6 +109,7 @@ class Daemon:
     config: Config
     proc: subprocess.Popen | None = None
     restarts: int = 0
+    log_from: int = 0  # where in daemon.out the latest start's words begin
     running: Config | None = None  # the configuration it was started with
 
     # The daemon is root in its jail and its folder is writable there: every file of the
@@ -128,6 +136,7 @@ class Daemon:
         self.write()
         self.running = self.config.copy()
         log = self.open_log()
+        self.log_from = os.fstat(log.fileno()).st_size
         self.proc = subprocess.Popen(
             ["nsenter", f"--net={self.netns}", *jail_argv(self.folder, self.service)],
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
@@ -157,7 +166,8 @@ class Daemon:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def output(self) -> str:
+    def output(self, latest: bool = False) -> str:
+        """The log's last 400 characters (`latest`: of the latest start only)."""
         try:
             fd = os.open(self.folder / "daemon.out", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except OSError:  # none yet, or a symlink
@@ -165,7 +175,7 @@ class Daemon:
         with os.fdopen(fd, "rb") as log:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 return ""
-            log.seek(max(0, os.fstat(fd).st_size - 400))
+            log.seek(max(self.log_from if latest else 0, os.fstat(fd).st_size - 400))
             return log.read().decode(errors="replace")
 
 
@@ -243,15 +253,15 @@ class Services:
         try:
             self.restart(daemon)
         except EnvironmentFailure:
-            if daemon.alive():
-                raise  # it runs but did not serve in time: the machine's failure
+            said = daemon.output(latest=True).strip()
+            if daemon.alive() or not refused_by_daemon(said):
+                raise  # it runs but did not serve in time, or its jail failed: the machine's
             # The daemon read the agent's configuration and exited on it: the service is
             # down, as after a real restart, and that is the agent's step (the lab's reset
             # restores it), not a failure of the lab that ends the episode.
             raise SvcctlError(
                 f"configuration written, but {PROGRAMS[daemon.service].rsplit('/', 1)[1]} "
-                f"exits on it: {command.service} on {machine} is stopped; it said: "
-                f"{daemon.output().strip()}"
+                f"exits on it: {command.service} on {machine} is stopped; it said: {said}"
             ) from None
         return f"{command.service} on {machine}: configuration written, daemon restarted"
 
