@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from emulators.jail import bwrap_path
 from emulators.netcmd import svcctl
@@ -123,7 +124,7 @@ class Daemon:
         with os.fdopen(os.open(path, flags, 0o644), "w") as out:
             out.write(self.config.render())
 
-    def open_log(self):
+    def open_log(self) -> BinaryIO:
         """daemon.out for appending (a symlink there is replaced by a file)."""
         path = self.folder / "daemon.out"
         _clear(path)
