@@ -21,6 +21,7 @@ from generators.k8s.compose import Estates, _without
 from generators.k8s.config import K8sConfig
 from generators.k8s.fixes import replay
 from generators.k8s.generator import K8sQueryGenerator
+from generators.k8s.generator6 import query_places
 from generators.k8s.kinds import KINDS, vocabulary
 from generators.k8s.overlay import key_of
 from generators.k8s.tiers import TIERS
@@ -217,3 +218,23 @@ def test_each_tier_validates_its_queries(level, estate, count):
             )  # repairing A reveals B
     again = [q.prompt + q.ground_truth_json() for q in app.generate(level, 3, len(queries))]
     assert again == [q.prompt + q.ground_truth_json() for q in queries]  # same seed, same bytes
+
+
+def test_level_8_holds_no_size_kind_placement_in_over_a_tenth_of_its_queries():
+    """The issue's variety bound on pure draws: over 100 level-8 queries (four faults each,
+    one of them from the 12 size x kind x placement keys of faults that only open), no key
+    is in more than 10 of them; uncapped, `peer_extra` at a `service` was in 22-24 %. The
+    draw is not narrowed: every kind is drawn and every query keeps a fault that only
+    opens what must stay closed. (Localize draws through the same code; detect is capped
+    the same way, with fewer faults a query.)"""
+    app = K8sApp(K8sConfig(task="mitigate"))
+    gen = app.tier_generator()
+    gen.estates = SHARED
+    queries = list(app.generate(8, 0, 100))
+    held = Counter(p for q in queries for p in query_places(q))
+    top, count = held.most_common(1)[0]
+    assert count <= 10, (top, count)
+    assert len({f["kind"] for q in queries for f in q.ground_truth["faults"]}) == len(KINDS)
+    for query in queries:
+        drawn = gen.draw_of(query)
+        assert any(SHARED.closed_only(drawn.spec, f) for f in drawn.faults), query.query_id

@@ -17,6 +17,7 @@ from typing import Any
 
 from generators.k8s.app import K8sApp
 from generators.k8s.config import K8sConfig
+from generators.k8s.generator6 import query_places
 from generators.k8s.tiers import TIERS
 from pipeline.api import TASKS, play_oracle
 
@@ -33,11 +34,7 @@ def _generated(level: int, task: str, count: int) -> tuple[K8sApp, list[Any], di
     strata = Counter(q.stratum for q in queries)
     kinds = Counter(f["kind"] for q in queries for f in q.ground_truth["faults"])
     # the measure: the share of queries holding the commonest size x kind x placement
-    placed = Counter(
-        triple
-        for q in queries
-        for triple in {(q.size, f["kind"], f["placement"]) for f in q.ground_truth["faults"]}
-    )
+    placed = Counter(key for q in queries for key in query_places(q))
     faults = sum(len(q.ground_truth["faults"]) for q in queries) or 1
     tier = TIERS[level]
     figures = {
@@ -49,6 +46,7 @@ def _generated(level: int, task: str, count: int) -> tuple[K8sApp, list[Any], di
         "strata": len(strata),
         "top_stratum_share": _share(strata, len(queries)),
         "top_size_kind_placement_share": _share(placed, len(queries)),
+        "top_size_kind_placement": placed.most_common(1)[0][0] if placed else "",
         "top_kind_share_of_faults": round(kinds.most_common(1)[0][1] / faults, 4) if kinds else 0,
         "kinds_drawn": len(kinds),
         "healthy_share": round(sum(q.ground_truth["healthy"] for q in queries) / len(queries), 3),

@@ -2,7 +2,8 @@
 the pure evaluator (overlay.py).
 
 A draw picks an estate, the tier's benign anomalies (benign.py) and faults (catalogue*.py):
-a kind uniformly among those the estate offers, then one of its faults uniformly, each
+a kind uniformly among those the estate offers, then a placement of it uniformly (the role
+of the workload or the tier of the namespace), then one of its faults there uniformly, each
 fault on objects no other fault or anomaly touches. A masking pair (levels 7, 8) is a
 fault A and a fault B whose mismatches alone lie within A's. `validate` then proves, with
 the anomalies as the intent:
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,8 +35,10 @@ from generators.k8s.estate import ESTATES_PER_SIZE
 from generators.k8s.fixes import Command, fixes, replay
 from generators.k8s.overlay import Key, StateEvaluator
 from generators.k8s.tiers import Tier
+from generators.k8s.variety import Room, by_placement, place, places
 
 MASKER_TRIES = 12
+OPEN = Room()  # no variety key full or near it
 
 
 class Estates:
@@ -49,6 +52,7 @@ class Estates:
         self._benign: dict[str, list[Benign]] = {}
         self._wrong: dict[tuple[str, str], frozenset[str]] = {}
         self._by_probe: dict[str, dict[str, list[Fault]]] = {}
+        self._closing: dict[str, frozenset[str]] = {}
 
     def evaluator(self, spec: ClusterSpec) -> StateEvaluator:
         if spec.env_key not in self._ev:
@@ -92,6 +96,14 @@ class Estates:
             self._by_probe[spec.env_key] = index
         return self._by_probe[spec.env_key]
 
+    def closing(self, spec: ClusterSpec) -> frozenset[str]:
+        """The variety keys of the faults that only open what must stay closed."""
+        if spec.env_key not in self._closing:
+            self._closing[spec.env_key] = frozenset(
+                place(spec.size, f) for f in self.faults(spec) if self.closed_only(spec, f)
+            )
+        return self._closing[spec.env_key]
+
     def closed_only(self, spec: ClusterSpec, fault: Fault) -> bool:
         """Whether `fault` alone only opens what must stay closed."""
         wrong = self.wrong(spec, fault)
@@ -123,6 +135,12 @@ class Draw:
             sorted(f"{f.kind}@{f.placement}" for f in self.faults)
         )
 
+    @property
+    def places(self) -> frozenset[str]:
+        """The size x kind x placement of each fault (what the issue's variety bound counts,
+        once per query)."""
+        return places(self.spec.size, ((f.kind, f.placement) for f in self.faults))
+
 
 def draw(
     tier: Tier,
@@ -132,9 +150,11 @@ def draw(
     sizes: Sequence[str] | None = None,
     variant: int | None = None,
     healthy: bool = False,
+    room: Room = OPEN,
 ) -> Draw | str:
     """One draw of `tier` for `task` (a reason string when this one cannot be completed);
-    `variant` pins the estate of each size; `healthy` (detect): anomalies only."""
+    `variant` pins the estate of each size; `healthy` (detect): anomalies only; `room`:
+    the variety keys (variety.py) each fault may have."""
     pool = tuple(sizes or tier.sizes)
     size = pool[rng.randrange(len(pool))]
     drawn_variant = rng.randrange(ESTATES_PER_SIZE)
@@ -155,28 +175,31 @@ def draw(
         if healthy:
             return Draw(spec, tuple(chosen), ())
         n = rng.choice(tier.detect_faults)
-        first = _pick(spec, estates, rng, used, closed=rng.random() < 0.5)
+        first = _pick(spec, estates, rng, used, closed=rng.random() < 0.5, room=room)
         if isinstance(first, str):
             return first
-        rest = _others(spec, estates, rng, used | first.keys, n - 1, [first], 1)
+        rest = _others(spec, estates, rng, used | first.keys, n - 1, [first], 1, room)
         return rest if isinstance(rest, str) else Draw(spec, tuple(chosen), (first, *rest))
     n = rng.choice(tier.faults)
     if not tier.masking:
-        picked = _others(spec, estates, rng, used, n, [], tier.min_namespaces)
+        picked = _others(spec, estates, rng, used, n, [], tier.min_namespaces, room)
         return picked if isinstance(picked, str) else Draw(spec, tuple(chosen), tuple(picked))
-    pair = _masking_pair(spec, estates, rng, used)
+    pair = _masking_pair(spec, estates, rng, used, room)
     if isinstance(pair, str):
         return pair
     taken = used | pair[0].keys | pair[1].keys
     start = list(pair)
     if n >= 4:  # one of the others only opens what must stay closed, where one is left
         spaces = {f.device for f in start}
-        short = tier.min_namespaces - len(spaces) >= n - len(start)
-        closed = _pick(spec, estates, rng, taken, closed=True, spaces=spaces if short else None)
+        away = spaces if tier.min_namespaces - len(spaces) >= n - len(start) else None
+        closed = _pick(spec, estates, rng, taken, closed=True, spaces=away, room=room)
+        if isinstance(closed, str):  # the tier's shape before the cap: an estate pinned by
+            # app.estate may have fewer than 1/share such keys (variety.py)
+            closed = _pick(spec, estates, rng, taken, closed=True, spaces=away)
         if isinstance(closed, Fault):
             start.append(closed)
             taken |= closed.keys
-    rest = _others(spec, estates, rng, taken, n - len(start), start, tier.min_namespaces)
+    rest = _others(spec, estates, rng, taken, n - len(start), start, tier.min_namespaces, room)
     if isinstance(rest, str):
         return rest
     faults = (*start, *rest)
@@ -191,34 +214,47 @@ def _free(fault: Fault, used: set[Key]) -> bool:
 
 def _pick(
     spec: ClusterSpec, estates: Estates, rng: random.Random, used: set[Key], closed: bool = False,
-    spaces: set[str] | None = None,
+    spaces: set[str] | None = None, room: Room = OPEN,
 ) -> Fault | str:  # fmt: skip
-    """One observable fault on free objects: a kind uniformly, then a fault of it (`closed`:
-    one that only opens what must stay closed; `spaces`: in none of these namespaces)."""
-    by_kind = estates.by_kind(spec)
-    kinds = sorted(by_kind)
-    rng.shuffle(kinds)
-    for kind in kinds:
-        options = [
-            f for f in by_kind[kind]
-            if _free(f, used) and (spaces is None or f.device not in spaces)
-        ]  # fmt: skip
-        rng.shuffle(options)
-        for fault in options:
+    """One observable fault on free objects: a kind uniformly, then a placement of it
+    uniformly, then a fault there (`spaces`: in none of these namespaces; `room`: on a
+    variety key it allows). `closed`: one that only opens what must stay closed, its kind
+    x placement uniformly: only 12 pairs of four kinds do that on every size, and level 8
+    puts one in each query, so a kind first would put each of default_deny_missing's two
+    placements in an eighth of the queries."""
+    groups: dict[tuple[str, str], list[Fault]] = {}
+    allowed = _allowed(spec, estates, room, closed)
+    for kind, faults in sorted(estates.by_kind(spec).items()):
+        for f in faults:
+            if _free(f, used) and (spaces is None or f.device not in spaces) and allowed(f):
+                groups.setdefault((kind, f.placement if closed else ""), []).append(f)
+    order = sorted(groups)
+    rng.shuffle(order)
+    for group in order:
+        for fault in by_placement(groups[group], rng):
             if estates.closed_only(spec, fault) if closed else estates.wrong(spec, fault):
                 return fault
     return "no observable fault is left" + (" that only opens" if closed else "")
 
 
+def _allowed(
+    spec: ClusterSpec, estates: Estates, room: Room, closed: bool
+) -> Callable[[Fault], bool]:
+    """Whether `room` allows a fault on its key (the reserved keys computed only when some
+    key is near the cap: it evaluates every fault of the estate once)."""
+    closing = estates.closing(spec) if room.near and not closed else frozenset()
+    return lambda f: room.allows(place(spec.size, f), closed, closing)
+
+
 def _others(
     spec: ClusterSpec, estates: Estates, rng: random.Random, used: set[Key], n: int,
-    have: list[Fault], min_namespaces: int,
+    have: list[Fault], min_namespaces: int, room: Room = OPEN,
 ) -> list[Fault] | str:  # fmt: skip
     out: list[Fault] = []
     for _ in range(n):
         spaces = {f.device for f in [*have, *out]}
         short = min_namespaces - len(spaces) >= n - len(out)
-        fault = _pick(spec, estates, rng, used, spaces=spaces if short else None)
+        fault = _pick(spec, estates, rng, used, spaces=spaces if short else None, room=room)
         if isinstance(fault, str):
             return fault
         out.append(fault)
@@ -227,12 +263,14 @@ def _others(
 
 
 def _masking_pair(
-    spec: ClusterSpec, estates: Estates, rng: random.Random, used: set[Key]
-) -> tuple[Fault, Fault] | str:
+    spec: ClusterSpec, estates: Estates, rng: random.Random, used: set[Key],
+    room: Room = OPEN,
+) -> tuple[Fault, Fault] | str:  # fmt: skip
     """A fault A and a fault B on other objects whose mismatches alone lie within A's."""
     index = estates.by_probe(spec)
+    allowed = _allowed(spec, estates, room, False)
     for _ in range(MASKER_TRIES):
-        masker = _pick(spec, estates, rng, used)
+        masker = _pick(spec, estates, rng, used, room=room)
         if isinstance(masker, str):
             return masker
         hides = estates.wrong(spec, masker)
@@ -241,14 +279,14 @@ def _masking_pair(
         seen: set[str] = set()
         for probe in sorted(hides):
             for fault in index.get(probe, ()):
-                if fault.id in seen or not _free(fault, taken):
+                if fault.id in seen or not _free(fault, taken) or not allowed(fault):
                     continue
                 seen.add(fault.id)
                 if estates.wrong(spec, fault) <= hides:
                     hidden.setdefault(fault.kind, []).append(fault)
         if hidden:
             kind = rng.choice(sorted(hidden))
-            return masker, rng.choice(hidden[kind])
+            return masker, next(by_placement(hidden[kind], rng))
     return "no masking pair found"
 
 

@@ -2,12 +2,22 @@
 
 Query `index` of (level, seed) draws from its own stream (compose.draw), is keyed by what
 it asks and hides (the task, the estate, the benign anomalies' and the faults' objects),
-and is validated with the pure evaluator (compose.validate). A draw whose variety stratum
-(size x each fault's kind@placement, or the anomalies of a healthy query) already holds
-1 + floor(0.08 i) of the seed's queries 0..i-1 is drawn again, so no stratum holds more
-than about 8 % of a long run (the prefix property holds: query i depends only on the
-config, its stream and the queries before it). Detect query i is healthy when i + seed
-is even: exactly half of a run, whatever redraws it takes.
+and is validated with the pure evaluator (compose.validate). Two caps keep a run varied
+(the prefix property holds: query i depends only on the config, its stream and the
+queries before it):
+
+  - a draw whose variety stratum (size x each fault's kind@placement, or the anomalies of
+    a healthy query) already holds 1 + floor(0.08 i) of the seed's queries 0..i-1 is
+    drawn again (at most about 8 % of a long run per stratum);
+  - no fault is drawn on a size x kind x placement (the issue's variety key, counted once
+    per query) that max(4, 1 + floor(0.095 i)) of queries 0..i-1 hold already (at most
+    9.5 % of a run of 40 or more), nor, but for a fault that only opens what must stay
+    closed, on one of those faults' 12 keys within two of that (variety.py). Level 8 puts
+    four faults in a query, one of them such a fault; uncapped, one key was in 22-24 % of
+    its queries.
+
+Detect query i is healthy when i + seed is even: exactly half of a run, whatever redraws
+it takes.
 
 The ground truth holds what the environment rebuilds the query's cluster from (`cluster`,
 `objects`: the overlay of anomalies and faults), what the checks judge (`flips`: the
@@ -29,6 +39,7 @@ from generators.k8s.clusters import cluster_of
 from generators.k8s.compose import Draw, Estates, draw, validate
 from generators.k8s.kinds import vocabulary
 from generators.k8s.tiers import TIERS, Tier
+from generators.k8s.variety import Tally, places
 from pipeline.api import (
     ConfigError,
     KeyTracker,
@@ -41,7 +52,15 @@ from pipeline.api import (
 
 MAX_DRAWS = 400
 CAP_SHARE = 0.08
+PLACE_SHARE = 0.095
+PLACE_MIN = 4  # the first queries of a level 8 run share the 12 keys of closing faults
 ANSWER_TYPES = {"mitigate": "connectivity", "detect": "verdict", "localize": "causes"}
+
+
+def query_places(query: Query) -> frozenset[str]:
+    """The size x kind x placement of each of a query's faults (compose.places)."""
+    gt = query.ground_truth
+    return places(query.size, ((f["kind"], f["placement"]) for f in gt["faults"]))
 
 
 def evidence(fault: Fault) -> str:
@@ -98,9 +117,11 @@ class TierGenerator:
     ) -> Iterator[Query]:
         tracker = KeyTracker(self.app_name, level, seed, allow_repeats=allow_repeats)
         strata: Counter[str] = Counter()
+        placed = Tally(PLACE_SHARE, PLACE_MIN)
         for index in range(count):
-            query = self.query(level, seed, index, tracker, strata)
+            query = self.query(level, seed, index, tracker, strata, placed)
             strata[query.stratum] += 1
+            placed.add(query_places(query))
             yield query
 
     def query(
@@ -110,17 +131,20 @@ class TierGenerator:
         index: int,
         tracker: KeyTracker | None = None,
         strata: Counter[str] | None = None,
+        placed: Tally | None = None,
     ) -> Query:
         tier = self.tier(level)
         sizes = self.sizes(tier)
         tracker = tracker or KeyTracker(self.app_name, level, seed)
         strata = strata if strata is not None else Counter()
+        placed = placed if placed is not None else Tally(PLACE_SHARE, PLACE_MIN)
         rng = query_rng(seed, level, index)
         cap = 1 + int(CAP_SHARE * index)
+        room = placed.room(index)
         healthy = self.task == "detect" and (index + seed) % 2 == 0  # half of them, exactly
 
         def drawn() -> tuple[str, Draw] | str:
-            got = draw(tier, self.task, rng, self.estates, sizes, self.estate, healthy)
+            got = draw(tier, self.task, rng, self.estates, sizes, self.estate, healthy, room)
             if isinstance(got, str):
                 return got
             if strata[got.stratum] >= cap:

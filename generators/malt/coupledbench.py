@@ -106,6 +106,7 @@ def bench_level(gen: MaltQueryGenerator, box: Any, level: int, count: int) -> di
     out["operations"] = dict(Counter(q.operation for q in queries).most_common())
     out["strata"] = len(strata)
     out["top_stratum_share"] = round(strata.most_common(1)[0][1] / len(queries), 4)
+    out["top_stratum"] = strata.most_common(1)[0][0]
     out["prompt_chars_median"] = statistics.median(len(q.prompt) for q in queries)
     capacity = measure(gen, level)
     out["capacity"] = capacity.total
