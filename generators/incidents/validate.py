@@ -20,8 +20,10 @@ extended to the catalogue, on the lab restored to healthy:
      over the final window;
   5. the oracle's episode (mitigate: its fixes; detect, localize: the evidence commands and
      the answer) fits in half of the turn and read budgets.
-An InjectionFailed (the lab cannot hold the draw) or an unhealthy start rejects the draw;
-an EnvironmentFailure is the environment's, and the same draw is validated again
+An InjectionFailed (the lab cannot hold the draw), an unhealthy start or an evidence
+command the agent's sandbox stops (reading.EvidenceUnfit: output past the agent's cap or
+its time limit, so the diagnosis would rest on output no agent can read) rejects the draw;
+any other EnvironmentFailure is the environment's, and the same draw is validated again
 (pipeline/querygen.py).
 """
 
@@ -41,7 +43,7 @@ from generators.incidents.faults import kinds as catalogue
 from generators.incidents.faults.kinds import Fault
 from generators.incidents.labs import InjectionFailed, LabPool, LiveLab
 from generators.incidents.prompt import shown, status
-from generators.incidents.reading import matches
+from generators.incidents.reading import EvidenceUnfit, matches
 from generators.incidents.session import Session, State, Unhealthy
 from generators.incidents.verdict import by_class
 from pipeline.api import EnvironmentFailure
@@ -110,6 +112,8 @@ def validate(
         return f"injection failed: {err}"
     except Unhealthy as err:
         return f"the lab with its benign anomalies does not meet its intent: {err}"
+    except EvidenceUnfit as err:
+        return f"evidence unfit: {err}"
 
 
 def _validate(
