@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from types import SimpleNamespace
 
 import pytest
 
@@ -209,3 +210,23 @@ def test_evidence_commands_are_narrow_and_bounded_by_construction():
                     if e.command.startswith("dig "):
                         assert "+time=1 +tries=1" in e.command, (kind.id, e.command)
     assert seen > 200
+
+
+def test_masking_is_read_from_the_oracles_states_against_the_single_signatures():
+    """bgp.neighbor_shutdown masks bgp.remote_as: proven when remote_as alone shows nothing
+    shutdown alone does not, and shows once shutdown was fixed (remote_as still in)."""
+    shut, wrong_as = (
+        SimpleNamespace(kind="bgp.neighbor_shutdown"),
+        SimpleNamespace(kind="bgp.remote_as"),
+    )
+    other = SimpleNamespace(kind="dataplane.forward_drop")
+    alone = {"bgp.neighbor_shutdown": frozenset({"intent:bgp:r1|x", "works:icmp:h1>h2"}),
+             "bgp.remote_as": frozenset({"intent:bgp:r1|x"}),
+             "dataplane.forward_drop": frozenset({"works:tcp:h3>h4"})}  # fmt: skip
+    order = (shut, wrong_as, other)
+    assert validating._may_mask(order) and not validating._may_mask((other, wrong_as))
+    shown = [frozenset({"intent:bgp:r1|x", "works:tcp:h3>h4"})]
+    assert validating._masking(order, shown, alone) == [["bgp.neighbor_shutdown", "bgp.remote_as"]]
+    hidden = [frozenset({"works:tcp:h3>h4"})]  # the masked fault's signature never showed
+    assert validating._masking(order, hidden, alone) == []
+    assert validating._masking(order, [], alone) == []  # the oracle ended before its fix
