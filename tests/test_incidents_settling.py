@@ -18,7 +18,7 @@ import pytest
 from emulators.netcmd.sandbox import SandboxResult, Status
 from generators.incidents import validate as validating
 from generators.incidents.app import IncidentsApp
-from generators.incidents.config import IncidentsConfig
+from generators.incidents.config import TIERS, IncidentsConfig
 from generators.incidents.draw import Drawn
 from generators.incidents.faults import kinds as catalogue
 from generators.incidents.faults.kinds import Evidence, Taken
@@ -230,3 +230,44 @@ def test_masking_is_read_from_the_oracles_states_against_the_single_signatures()
     hidden = [frozenset({"works:tcp:h3>h4"})]  # the masked fault's signature never showed
     assert validating._masking(order, hidden, alone) == []
     assert validating._masking(order, [], alone) == []  # the oracle ended before its fix
+    shut.elements = wrong_as.elements = frozenset({"session:r1-r2"})
+    other.elements = frozenset({"router:r3"})
+    assert validating._masked(order) == {"bgp.remote_as", "bgp.neighbor_shutdown"}  # mutual
+    wrong_as.elements = frozenset({"session:r1-r4"})  # another session: nothing masks it
+    assert validating._masked(order) == frozenset()
+    assert "remote_as shows none of" in validating._unproven(order, hidden, alone)
+    noisy = {**alone, "bgp.remote_as": frozenset({"intent:bgp:r1|x", "works:udp:h5>h6"})}
+    assert "alone shows ['works:udp:h5>h6']" in validating._unproven(order, shown, noisy)
+
+
+def test_where_no_ticket_can_be_distant_a_composed_tier_draws_a_masking_pair():
+    """Leaf-spine (2 router hops at every size) and medium campus labs hold no distant
+    symptom: at levels 7-8 every draw there holds a masking pair, or is refused before any
+    lab work; on a chain half the draws still take the distant-ticket route."""
+    from generators.incidents.draw import draw
+    from generators.incidents.tickets import may_be_distant
+
+    assert not may_be_distant(spec("leafspine", "medium", 0))
+    assert not may_be_distant(spec("campus", "medium", 0))
+    assert may_be_distant(spec("chain", "medium", 0))
+    for family in ("leafspine", "campus"):
+        lab = spec(family, "medium", 0)
+        drawn = [draw(lab, TIERS[7], "mitigate", None, random.Random(i)) for i in range(40)]
+        made = [d for d in drawn if not isinstance(d, str)]
+        assert made, family
+        for d in made:  # the masked fault sits on its masker's element, at the other end
+            assert any(
+                g.kind in catalogue.kind(f.kind).masks
+                and f.elements & g.elements
+                and f.cause.device != g.cause.device
+                for f in d.faults
+                for g in d.faults
+            ), (family, [(f.kind, sorted(f.elements)) for f in d.faults])
+        refused = [d for d in drawn if isinstance(d, str)]
+        assert all("no masking pair drawn" in d or "room for" in d for d in refused), refused
+    chain = [draw(spec("chain", "medium", 0), TIERS[7], "mitigate", None, random.Random(i))
+             for i in range(40)]  # fmt: skip
+    pairs = [
+        validating._may_mask(validating._order(d.faults)) for d in chain if not isinstance(d, str)
+    ]
+    assert 0 < sum(pairs) < len(pairs)

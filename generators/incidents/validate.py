@@ -11,7 +11,9 @@ extended to the catalogue, on the lab restored to healthy:
      brings the intent back in full;
   2. all together are observable after the final window (a null agent fails), and every
      fault's evidence shows (masked ones too: a localize answer must be able to name
-     them), read through the read-only sandbox a diagnosis uses;
+     them; of a masked one, what it changed, at least one of its evidence: the symptoms
+     the rest shows are what its masker hides), read through the read-only sandbox a
+     diagnosis uses;
   3. levels 7-8: a ticket exists, and the query is composed: a masking pair is proven (B
      alone shows nothing A alone does not, and after A's fix, with B still in, B's
      signature shows) or the ticket is a distant symptom (DISTANT hops from every cause);
@@ -54,7 +56,7 @@ from generators.incidents.verdict import by_class
 from pipeline.api import EnvironmentFailure
 
 REPORTED = "Checks failing when this was reported:"
-DISTANT = {"small": 2, "medium": 3, "large": 3, "xlarge": 3}  # hops of a distant symptom
+DISTANT = tickets.DISTANT
 
 
 @dataclass
@@ -142,8 +144,13 @@ def _validate(
     together = session.final()
     if not together.behavioural():
         return f"the faults together violate no behavioural check: {_few(together)}"
+    hidden = _masked(drawn.faults)
     for fault in drawn.faults:
-        if not all(matches(lab, e) for e in fault.evidence):
+        shows = [matches(lab, e) for e in fault.evidence]
+        # a masked fault's symptoms are hidden by its masker (an MTU mismatch's ExStart
+        # under an authentication mismatch on the same link: no neighbour at all); what
+        # it changed still shows, and alone every piece of its evidence did (_singles)
+        if not (any(shows) if fault.kind in hidden else all(shows)):
             return f"{fault.kind}: its evidence does not show with every fault in place"
     looks, looked_bytes = _evidence_replies(lab, drawn.faults)
     clock["together_s"] = time.perf_counter() - tick
@@ -174,7 +181,10 @@ def _validate(
     clock["singles_s"] = time.perf_counter() - tick
     masking = _masking(order, fixed, signatures)
     if tier.composed and not masking and near:
-        return f"composition: no masking pair proven and the ticket is {far} hops from a cause"
+        why = _unproven(order, fixed, signatures)
+        return (
+            f"composition: no masking pair proven ({why}) and the ticket is {far} hops from a cause"
+        )
     if drawn.task != "mitigate":
         answer: dict[str, Any] = {"healthy": False}
         if drawn.task == "localize":
@@ -232,6 +242,16 @@ def _singles(
     return signatures
 
 
+def _masked(faults: tuple[Fault, ...]) -> frozenset[str]:
+    """Kinds of `faults` that another of them masks on a shared element."""
+    return frozenset(
+        g.kind
+        for f in faults
+        for g in faults
+        if g.kind in catalogue.kind(f.kind).masks and f.elements & g.elements
+    )
+
+
 def _may_mask(order: tuple[Fault, ...]) -> bool:
     """Whether a fault of `order` is of a kind that masks a later one's."""
     return any(
@@ -259,6 +279,27 @@ def _masking(
             ):
                 masking.append([fault.kind, later.kind])
     return masking
+
+
+def _unproven(
+    order: tuple[Fault, ...], fixed: list[frozenset[str]], signatures: Mapping[str, frozenset[str]]
+) -> str:
+    """Why the first candidate pair of `order` was not proven to mask (for the rejection)."""
+    for i, fault in enumerate(order):
+        for later in order[i + 1 :]:
+            if later.kind not in catalogue.kind(fault.kind).masks:
+                continue
+            mine, theirs = (
+                signatures.get(fault.kind, frozenset()),
+                signatures.get(later.kind, frozenset()),
+            )
+            if not theirs <= mine:
+                extra = sorted(theirs - mine)[:2]
+                return f"{later.kind} alone shows {extra} that {fault.kind} does not"
+            if i >= len(fixed):
+                return f"the network met its intent before {later.kind} could show"
+            return f"after {fault.kind}'s fix, {later.kind} shows none of {sorted(theirs)[:2]}"
+    return "no kind masks another"
 
 
 def _oracle(
