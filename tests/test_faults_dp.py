@@ -32,7 +32,7 @@ SEEDS = 100
 DIGESTS = {
     "dataplane": "73ed71757b79968a",
     "l2": "bf83bec68fe7c49a",
-    "services": "d85d8ed4d76ad7ee",
+    "services": "829b93e08b8d249b",
 }
 
 

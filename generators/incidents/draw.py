@@ -9,7 +9,10 @@ detect query is healthy (half of them are), then the tier's number of faults:
     is tried);
   - at levels with a composition requirement, first a masking pair when the allowed
     kinds hold one: a kind that declares `masks`, then one of the kinds it masks, drawn
-    after it (the catalogue's draws place a masked kind on its masker's element);
+    after it on the masker's element at its other end (faults/masking.py); half
+    the time, and always on a lab where no ticket can be a distant symptom (leaf-spine,
+    medium campus: `tickets.may_be_distant`), where a draw without one is refused before
+    any lab work (it could never be composed);
   - at level 8, at least one intent-only kind (it loses no flow: the verdict's intent or
     closed checks see it);
   - in a detect query, intent-only kinds weigh twice: "everything pings" is what they
@@ -27,9 +30,11 @@ import random
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from generators.incidents import tickets
 from generators.incidents.config import Tier
 from generators.incidents.faults import kinds as catalogue
 from generators.incidents.faults.kinds import Fault, FaultKind, Taken
+from generators.incidents.faults.masking import draw_masked
 from generators.incidents.variety import stratum
 from generators.netlab.spec import NetSpec
 from pipeline.api import query_key, weighted_choice
@@ -157,7 +162,13 @@ def draw(
     count = rng.randint(*tier.faults)
     faults: list[Fault] = []
     if tier.composed:
-        faults += _masking_pair(spec, pool, taken, rng, count)
+        distant = tickets.may_be_distant(spec)
+        faults += _masking_pair(spec, pool, taken, rng, count, distant)
+        if not faults and not distant:
+            return (
+                f"{spec.name}: no masking pair drawn, and no ticket can be "
+                f"{tickets.DISTANT[spec.size]} hops from a cause on it"
+            )
     for _ in range(KIND_TRIES):
         if len(faults) >= count:
             break
@@ -188,22 +199,26 @@ def _weighted(
 
 
 def _masking_pair(
-    spec: NetSpec, pool: list[FaultKind], taken: Taken, rng: random.Random, count: int
-) -> list[Fault]:
+    spec: NetSpec, pool: list[FaultKind], taken: Taken, rng: random.Random, count: int,
+    distant: bool,
+) -> list[Fault]:  # fmt: skip
     """A masker and a kind it masks, when the pool holds such a pair and both find a
-    place; [] otherwise (the tier's distant-symptom route remains)."""
+    place; [] otherwise (the tier's distant-symptom route remains). Half the time there
+    is none where a ticket can be distant; always one where it cannot (`distant` False)."""
     ids = {k.id for k in pool}
     maskers = [k for k in pool if set(k.masks) & ids]
-    if count < 2 or not maskers or rng.random() < 0.5:
+    if count < 2 or not maskers:
+        return []
+    if rng.random() < 0.5 and distant:
         return []
     masker = rng.choice(maskers)
     first = masker.draw(rng, spec, taken)
     if first is None:
         return []
-    trial = Taken(set(taken.elements), list(taken.kinds))
-    trial.add(first)
     masked = catalogue.kind(rng.choice(sorted(set(masker.masks) & ids)))
-    second = masked.draw(rng, spec, trial)
+    # on the masker's element, at its other end (masking.py): a plain draw put it on
+    # another link or session, where nothing masks it and no pair was ever proven
+    second = draw_masked(rng, spec, first, masked, taken)
     if second is None:
         return []
     taken.add(first)

@@ -29,20 +29,18 @@ from emulators.netcmd.sandbox import CommandSandbox
 from emulators.netcmd.servicegate import ServiceGate
 from emulators.netcmd.svcctl import SvcctlError
 from emulators.probe import Flow
+from generators.incidents import settling
 from generators.incidents.checks import Dns
 from generators.incidents.edge import INET, dns_name
 from generators.incidents.faults.kinds import Injection
 from generators.incidents.lab import IncidentLab
+from generators.incidents.settling import Reading
 from generators.netlab.live import host_flows, json_documents
 from generators.netlab.spec import NetSpec
 from pipeline.api import EnvironmentFailure
 
 log = logging.getLogger(__name__)
 POLL_S = 0.3
-SETTLE_MAX_S = 40.0
-MIN_QUIET_SAMPLES = 3
-TRANSITIONAL = ("Init", "ExStart", "Exchange", "Loading", "2-Way", "Connect", "OpenSent",
-                "OpenConfirm")  # fmt: skip
 VRRP_S = 20.0  # longest wait for VRRP masters to hold their VIPs
 FLUSH_FRR = "ip -4 route flush proto ospf; ip -4 route flush proto bgp; ip nexthop flush"
 
@@ -247,54 +245,37 @@ class ColdLab(IncidentLab):
             out[r.name] = cmds
         return out
 
-    def routing_state(self) -> tuple[str, bool, list[tuple[str, str]]]:
-        """(a digest of every router's routes and neighbour states, whether one is in a
-        transitional state, the idle BGP peers as (router, address))."""
+    def routing_state(self) -> Reading:
+        """Every router's routes and addresses, and its neighbours' states (settling.py)."""
         outs = self.show(self._protocol_commands())
         # addresses too: a VRRP VIP moving between routers is part of settling
         script = "ip -4 route show; ip -4 -o addr show"
         routes = self.shell({r.name: script for r in self.spec.routers})
-        parts, moving, idle = [], False, []
+        neighbours, idle = {}, []
         for r in self.spec.routers:
-            states = []
             for doc in json_documents(outs.get(r.name, "")):
                 if not isinstance(doc, dict):
                     continue
                 for rid, entries in (doc.get("neighbors") or {}).items():
                     for e in entries if isinstance(entries, list) else []:
-                        states.append(f"{rid} {e.get('ifaceName')} {e.get('nbrState')}")
+                        key = f"{r.name}|{e.get('ifaceName')}|{rid}"
+                        neighbours[key] = str(e.get("nbrState", ""))
                 peers = (doc.get("ipv4Unicast") or {}).get("peers") or {}
                 for address, peer in peers.items():
-                    state = str(peer.get("state", ""))
-                    states.append(f"{address} {state} {peer.get('peerState', '')}")
-                    if state == "Idle" and peer.get("peerState", "OK") == "OK":
+                    state, why = str(peer.get("state", "")), peer.get("peerState", "OK")
+                    neighbours[f"{r.name}|{address}"] = f"{state} {why}"
+                    if state == "Idle" and why == "OK":
                         idle.append((r.name, address))
-            text = "\n".join(sorted(states))
-            moving |= any(t in text for t in TRANSITIONAL)
-            parts += [routes[r.name][1], text]
-        return "\x00".join(parts), moving, idle
+        return Reading({r: out for r, (_, out) in routes.items()}, neighbours, tuple(idle))
 
     def settle(self, window_s: float) -> None:
-        """Until the routing state stayed the same for `window_s` (sampled at least
-        MIN_QUIET_SAMPLES times: a starved machine's clock runs while nothing else does)."""
-        deadline = time.monotonic() + SETTLE_MAX_S
-        last, since, samples, retried = None, time.monotonic(), 0, False
-        while time.monotonic() < deadline:
-            state, moving, idle = self.routing_state()
-            if idle and not retried:
-                for router, address in idle:
-                    self.vtysh(router, [f"clear bgp {address}"])
-                retried, moving = True, True
-            if state != last or moving:
-                last, since, samples = state, time.monotonic(), 0
-            else:
-                samples += 1
-                if time.monotonic() - since >= window_s and samples >= MIN_QUIET_SAMPLES:
-                    return
-            time.sleep(POLL_S)
-        raise EnvironmentFailure(
-            f"{self.spec.name}: the routing state kept changing for {SETTLE_MAX_S:g} s"
-        )
+        """Until the routing state stayed the same for `window_s` (settling.py)."""
+
+        def retry(idle: tuple[tuple[str, str], ...]) -> None:
+            for router, address in idle:
+                self.vtysh(router, [f"clear bgp {address}"])
+
+        settling.settle(self.routing_state, window_s, name=self.spec.name, retry_idle=retry)
 
 
 class LabPool:

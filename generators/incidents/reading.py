@@ -138,10 +138,21 @@ def _probe_results(text: str, checks: Checks) -> dict[str, bool]:
     return out
 
 
+class EvidenceUnfit(EnvironmentFailure):
+    """An evidence command the agent's sandbox stopped (its output passed the agent's cap,
+    or it ran past the agent's time limit): evidence an agent cannot read. Validation
+    rejects the draw that holds it (validate.py); in an episode it is the environment's."""
+
+
 def matches(lab: LiveLab, evidence: Evidence) -> bool:
+    """Whether `evidence` shows, read through the agent's read-only sandbox with the
+    agent's own limits; EvidenceUnfit when the sandbox stopped the command."""
     result = lab.sandbox_for(True).run(evidence.machine, evidence.command)
     if result.status in (Status.TIMEOUT, Status.OUTPUT_LIMIT):
-        raise EnvironmentFailure(f"evidence `{evidence.command}` stopped: {result.reason}")
+        raise EvidenceUnfit(
+            f"evidence `{evidence.command}` on {evidence.machine} does not fit the agent's "
+            f"bounds: {result.reason}"
+        )
     return re.search(evidence.pattern, result.output, re.M) is not None
 
 

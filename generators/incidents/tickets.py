@@ -24,6 +24,9 @@ PREFERENCE = ("works:icmp", "works:tcp", "works:udp", "works:large", "works:name
               "intent:route")  # fmt: skip
 
 
+DISTANT = {"small": 2, "medium": 3, "large": 3, "xlarge": 3}  # hops of a distant symptom
+
+
 @dataclass(frozen=True)
 class Ticket:
     violation: str  # the violation id it reports
@@ -164,3 +167,14 @@ def words(spec: NetSpec, violation: str, rng: random.Random) -> str:
     if head == "intent:session":
         return f"Ticket (monitoring): a BGP session of {parts[2]} is not Established."
     return f"Ticket (monitoring): {parts[2]} does not learn {':'.join(parts[3:])} as intended."
+
+
+def may_be_distant(spec: NetSpec) -> bool:
+    """Whether some host of the lab is DISTANT router hops from some router: a ticket can be
+    a distant symptom there. Leaf-spine labs (2 hops at every size) and medium campus labs
+    (2) hold none, so a level 7-8 query there is composed by a masking pair or not at all."""
+    g = graph(spec)
+    routers = {r.name for r in spec.routers}
+    hosts = {h.name for h in spec.hosts}
+    need = DISTANT[spec.size] + 1  # a host sits one hop off its router
+    return any(d >= need for r in routers for end, d in hops(g, r).items() if end in hosts)

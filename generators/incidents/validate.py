@@ -11,7 +11,9 @@ extended to the catalogue, on the lab restored to healthy:
      brings the intent back in full;
   2. all together are observable after the final window (a null agent fails), and every
      fault's evidence shows (masked ones too: a localize answer must be able to name
-     them), read through the read-only sandbox a diagnosis uses;
+     them; of a masked one, what it changed, at least one of its evidence: the symptoms
+     the rest shows are what its masker hides), read through the read-only sandbox a
+     diagnosis uses;
   3. levels 7-8: a ticket exists, and the query is composed: a masking pair is proven (B
      alone shows nothing A alone does not, and after A's fix, with B still in, B's
      signature shows) or the ticket is a distant symptom (DISTANT hops from every cause);
@@ -20,8 +22,15 @@ extended to the catalogue, on the lab restored to healthy:
      over the final window;
   5. the oracle's episode (mitigate: its fixes; detect, localize: the evidence commands and
      the answer) fits in half of the turn and read budgets.
-An InjectionFailed (the lab cannot hold the draw) or an unhealthy start rejects the draw;
-an EnvironmentFailure is the environment's, and the same draw is validated again
+They run in the order 2, the ticket, 4, 1, 3, 5: a level 7-8 draw whose faults hold no
+kind that masks another and whose ticket is near every cause cannot be composed, and is
+rejected right after 2, before the oracle and the single faults (two final windows each),
+the costly part of a draw; the masking pairs are then read from the states the oracle
+left after each fault's fixes, against the single faults' signatures.
+An InjectionFailed (the lab cannot hold the draw), an unhealthy start or an evidence
+command the agent's sandbox stops (reading.EvidenceUnfit: output past the agent's cap or
+its time limit, so the diagnosis would rest on output no agent can read) rejects the draw;
+any other EnvironmentFailure is the environment's, and the same draw is validated again
 (pipeline/querygen.py).
 """
 
@@ -41,13 +50,13 @@ from generators.incidents.faults import kinds as catalogue
 from generators.incidents.faults.kinds import Fault
 from generators.incidents.labs import InjectionFailed, LabPool, LiveLab
 from generators.incidents.prompt import shown, status
-from generators.incidents.reading import matches
+from generators.incidents.reading import EvidenceUnfit, matches
 from generators.incidents.session import Session, State, Unhealthy
 from generators.incidents.verdict import by_class
 from pipeline.api import EnvironmentFailure
 
 REPORTED = "Checks failing when this was reported:"
-DISTANT = {"small": 2, "medium": 3, "large": 3, "xlarge": 3}  # hops of a distant symptom
+DISTANT = tickets.DISTANT
 
 
 @dataclass
@@ -110,6 +119,8 @@ def validate(
         return f"injection failed: {err}"
     except Unhealthy as err:
         return f"the lab with its benign anomalies does not meet its intent: {err}"
+    except EvidenceUnfit as err:
+        return f"evidence unfit: {err}"
 
 
 def _validate(
@@ -128,34 +139,18 @@ def _validate(
         oracle = [{"answer": {"healthy": True}}]
         return Validated((), oracle, {}, "", every, None, seconds=clock)
     sandbox = lab.sandbox_for(False)
-    signatures: dict[str, frozenset[str]] = {}
-    tick = time.perf_counter()
-    if len(drawn.faults) > 1:
-        for fault in drawn.faults:
-            session.inject([fault])
-            alone = session.final()
-            if not alone.behavioural():
-                return f"{fault.kind} alone violates no behavioural check: {_few(alone)}"
-            if not all(matches(lab, e) for e in fault.evidence):
-                return f"{fault.kind} alone: its evidence does not show it"
-            signatures[fault.kind] = alone.behavioural()
-            for machine, command in fault.fix:
-                why = _fix(sandbox, machine, command)
-                if why:
-                    return why
-            after = session.final()
-            if not after.ok:
-                return f"{fault.kind}: its own fix leaves {_few(after)}"
-    clock["singles_s"] = time.perf_counter() - tick
     tick = time.perf_counter()
     session.inject()
     together = session.final()
     if not together.behavioural():
         return f"the faults together violate no behavioural check: {_few(together)}"
-    if len(drawn.faults) == 1:
-        signatures[drawn.faults[0].kind] = together.behavioural()
+    hidden = _masked(drawn.faults)
     for fault in drawn.faults:
-        if not all(matches(lab, e) for e in fault.evidence):
+        shows = [matches(lab, e) for e in fault.evidence]
+        # a masked fault's symptoms are hidden by its masker (an MTU mismatch's ExStart
+        # under an authentication mismatch on the same link: no neighbour at all); what
+        # it changed still shows, and alone every piece of its evidence did (_singles)
+        if not (any(shows) if fault.kind in hidden else all(shows)):
             return f"{fault.kind}: its evidence does not show with every fault in place"
     looks, looked_bytes = _evidence_replies(lab, drawn.faults)
     clock["together_s"] = time.perf_counter() - tick
@@ -165,17 +160,31 @@ def _validate(
         ticket = tickets.choose(drawn.spec, together.violations, causes, rng)
         if ticket is None:
             return "no violation of the faulty network reads as a ticket"
-    tick = time.perf_counter()
     order = _order(drawn.faults)
-    replies, spent, masking, end = _oracle(session, sandbox, order, together, signatures, tier,
-                                           every)  # fmt: skip
+    far = ticket.distance if ticket else 0
+    near = far < DISTANT[drawn.spec.size]
+    if tier.composed and near and not _may_mask(order):
+        # decided before the oracle and the single faults, the costly part of a draw
+        return f"composition: no masking pair proven and the ticket is {far} hops from a cause"
+    tick = time.perf_counter()
+    replies, spent, fixed, end = _oracle(session, sandbox, order, together, tier, every)
     clock["oracle_s"] = time.perf_counter() - tick
     if isinstance(end, str):
         return end
-    if tier.composed and not masking and (ticket is None or ticket.distance <
-                                          DISTANT[drawn.spec.size]):  # fmt: skip
-        far = ticket.distance if ticket else 0
-        return f"composition: no masking pair proven and the ticket is {far} hops from a cause"
+    tick = time.perf_counter()
+    signatures = {drawn.faults[0].kind: together.behavioural()}
+    if len(drawn.faults) > 1:
+        singles = _singles(session, sandbox, drawn.faults)
+        if isinstance(singles, str):
+            return singles
+        signatures = singles
+    clock["singles_s"] = time.perf_counter() - tick
+    masking = _masking(order, fixed, signatures)
+    if tier.composed and not masking and near:
+        why = _unproven(order, fixed, signatures)
+        return (
+            f"composition: no masking pair proven ({why}) and the ticket is {far} hops from a cause"
+        )
     if drawn.task != "mitigate":
         answer: dict[str, Any] = {"healthy": False}
         if drawn.task == "localize":
@@ -209,39 +218,116 @@ def _evidence_replies(lab: LiveLab, faults: tuple[Fault, ...]) -> tuple[list[dic
     return replies, spent
 
 
-def _oracle(
-    session: Session, sandbox: CommandSandbox, order: tuple[Fault, ...], together: State,
-    signatures: Mapping[str, frozenset[str]], tier: Tier, every: dict[str, int],
-) -> tuple[list[dict], int, list[list[str]], State | str]:  # fmt: skip
-    """The oracle's fixes in `order`, judged as an episode judges steps."""
-    before, replies, spent, masking = together, [], 0, []
-    for i, fault in enumerate(order):
+def _singles(
+    session: Session, sandbox: CommandSandbox, faults: tuple[Fault, ...]
+) -> dict[str, frozenset[str]] | str:
+    """Each fault alone, on the healthy lab: observable, its evidence shows, its own fix
+    restores the intent in full; its signature (the behavioural checks it breaks)."""
+    signatures = {}
+    for fault in faults:
+        session.inject([fault])
+        alone = session.final()
+        if not alone.behavioural():
+            return f"{fault.kind} alone violates no behavioural check: {_few(alone)}"
+        if not all(matches(session.lab, e) for e in fault.evidence):
+            return f"{fault.kind} alone: its evidence does not show it"
+        signatures[fault.kind] = alone.behavioural()
         for machine, command in fault.fix:
-            result = sandbox.run(machine, command)
-            why = _refusal(result, machine, command)
+            why = _fix(sandbox, machine, command)
             if why:
-                return replies, spent, masking, why
-            replies.append({"machine": machine, "command": command})
-            after = session.after_change()
-            text = shown(machine, command, result.output) + "\n\n"
-            spent += len((text + status(after.violations, every, tier.symptoms)).encode())
-            broke = after.violations - before.violations
-            if broke:
-                return replies, spent, masking, f"oracle `{command}` broke {sorted(broke)[:3]}"
-            before = after
-            if after.ok:
-                return replies, spent, masking, after
+                return why
+        after = session.final()
+        if not after.ok:
+            return f"{fault.kind}: its own fix leaves {_few(after)}"
+    return signatures
+
+
+def _masked(faults: tuple[Fault, ...]) -> frozenset[str]:
+    """Kinds of `faults` that another of them masks on a shared element."""
+    return frozenset(
+        g.kind
+        for f in faults
+        for g in faults
+        if g.kind in catalogue.kind(f.kind).masks and f.elements & g.elements
+    )
+
+
+def _may_mask(order: tuple[Fault, ...]) -> bool:
+    """Whether a fault of `order` is of a kind that masks a later one's."""
+    return any(
+        later.kind in catalogue.kind(f.kind).masks
+        for i, f in enumerate(order)
+        for later in order[i + 1 :]
+    )
+
+
+def _masking(
+    order: tuple[Fault, ...], fixed: list[frozenset[str]], signatures: Mapping[str, frozenset[str]]
+) -> list[list[str]]:
+    """[masker, masked] pairs proven: the masked kind alone shows nothing the masker alone
+    does not, and once the masker was fixed (the violations `fixed[i]` after the oracle
+    fixed order[i], the masked still in), some of its signature shows."""
+    masking = []
+    for i, fault in enumerate(order[: len(fixed)]):
         for later in order[i + 1 :]:
             mine, theirs = signatures.get(fault.kind, frozenset()), signatures.get(later.kind)
             if (
                 later.kind in catalogue.kind(fault.kind).masks
                 and theirs
                 and theirs <= mine
-                and theirs & before.violations
+                and theirs & fixed[i]
             ):
                 masking.append([fault.kind, later.kind])
+    return masking
+
+
+def _unproven(
+    order: tuple[Fault, ...], fixed: list[frozenset[str]], signatures: Mapping[str, frozenset[str]]
+) -> str:
+    """Why the first candidate pair of `order` was not proven to mask (for the rejection)."""
+    for i, fault in enumerate(order):
+        for later in order[i + 1 :]:
+            if later.kind not in catalogue.kind(fault.kind).masks:
+                continue
+            mine, theirs = (
+                signatures.get(fault.kind, frozenset()),
+                signatures.get(later.kind, frozenset()),
+            )
+            if not theirs <= mine:
+                extra = sorted(theirs - mine)[:2]
+                return f"{later.kind} alone shows {extra} that {fault.kind} does not"
+            if i >= len(fixed):
+                return f"the network met its intent before {later.kind} could show"
+            return f"after {fault.kind}'s fix, {later.kind} shows none of {sorted(theirs)[:2]}"
+    return "no kind masks another"
+
+
+def _oracle(
+    session: Session, sandbox: CommandSandbox, order: tuple[Fault, ...], together: State,
+    tier: Tier, every: dict[str, int],
+) -> tuple[list[dict], int, list[frozenset[str]], State | str]:  # fmt: skip
+    """The oracle's fixes in `order`, judged as an episode judges steps; with the
+    violations left after each fault's fixes (for `_masking`)."""
+    before, replies, spent, fixed = together, [], 0, []
+    for fault in order:
+        for machine, command in fault.fix:
+            result = sandbox.run(machine, command)
+            why = _refusal(result, machine, command)
+            if why:
+                return replies, spent, fixed, why
+            replies.append({"machine": machine, "command": command})
+            after = session.after_change()
+            text = shown(machine, command, result.output) + "\n\n"
+            spent += len((text + status(after.violations, every, tier.symptoms)).encode())
+            broke = after.violations - before.violations
+            if broke:
+                return replies, spent, fixed, f"oracle `{command}` broke {sorted(broke)[:3]}"
+            before = after
+            if after.ok:
+                return replies, spent, fixed, after
+        fixed.append(before.violations)
     if not before.ok:
         before = session.final()  # what the last fix set off may take a while to show
     if not before.ok:
-        return replies, spent, masking, f"after every fix: {_few(before)}"
-    return replies, spent, masking, before
+        return replies, spent, fixed, f"after every fix: {_few(before)}"
+    return replies, spent, fixed, before
