@@ -64,6 +64,16 @@ def test_an_adjacency_a_fault_holds_in_exstart_settles_once_held():
     assert reading.neighbours["r1|r1-eth1:10.0.0.1|2.2.2.2"] in ("ExStart/DR", "Exchange/Backup")
 
 
+def test_a_neighbour_dropped_and_listed_again_while_held_changes_nothing():
+    # campus-medium-0 under an MTU mismatch: ExStart, gone from the listing, ExStart again
+    def states(now: float) -> Reading:
+        listed = {"r1|x|2.2.2.2": "ExStart/-"} if int(now / 3) % 2 else {}
+        return Reading(ROUTES, {**listed, "r2|y|1.1.1.1": "Full/DR"})
+
+    _, at = run(states, window_s=4.5)
+    assert HELD_S <= at < HELD_S + 4.5 + 3.5
+
+
 def test_a_bgp_session_cycling_connect_and_active_settles_once_held():
     def states(now: float) -> Reading:
         return Reading(ROUTES, {"r1|172.16.0.2": "Connect OK" if int(now * 2) % 2 else "Active OK"})

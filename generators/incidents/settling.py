@@ -12,8 +12,9 @@ retransmitted every second), a TCP MD5 mismatch or a wrong neighbour address kee
 session cycling Connect -> Active -> Connect at its 1 s connect-retry timer, a wrong
 remote AS cycles it through OpenSent. A neighbour that has not been up (OSPF Full, BGP
 Established) for HELD_S on end is *held down*: its state no longer counts as moving, and
-the reading records it as `held` whichever non-up state it shows, so its cycling changes
-nothing. What it must not hide: a held neighbour carries no routes, so everything it
+the reading records it as `held` whichever non-up state it shows (or none: a neighbour
+missing from the listing is down), so its cycling changes nothing. What it must not hide:
+a held neighbour carries no routes, so everything it
 could change shows in the routes, which still must stay the same over the window; a
 neighbour that comes up again is no longer held. HELD_S is the time a healthy adjacency
 or session needs to come up on this loaded machine, bounded well above what was measured
@@ -67,6 +68,7 @@ class Settling:
 
     window_s: float
     down_since: dict[str, float] = field(default_factory=dict)
+    known: set[str] = field(default_factory=set)  # every neighbour listed so far
     last: tuple | None = None
     since: float = 0.0
     samples: int = 0
@@ -77,15 +79,17 @@ class Settling:
 
     def observe(self, reading: Reading, now: float) -> bool:
         """Whether the lab has settled with this reading."""
-        for key, state in reading.neighbours.items():
+        # a neighbour gone from the listing is down too, since it first went down: FRR
+        # drops a neighbour it keeps failing with and lists it again at its next hello
+        seen = {**dict.fromkeys(self.known, "absent"), **reading.neighbours}
+        self.known |= set(seen)
+        for key, state in seen.items():
             if is_up(state):
                 self.down_since.pop(key, None)
             else:
                 self.down_since.setdefault(key, now)
-        for key in set(self.down_since) - set(reading.neighbours):
-            del self.down_since[key]  # gone from the reading: no longer a neighbour
         held = self.held(now)
-        neighbours = {k: "held" if k in held else s for k, s in reading.neighbours.items()}
+        neighbours = {k: "held" if k in held else s for k, s in seen.items()}
         moving = sorted(
             f"{k} {s}" for k, s in neighbours.items() if k not in held and is_transitional(s)
         )
