@@ -296,3 +296,26 @@ def test_the_readme_lists_every_registered_kind():
 
     text = README.read_text()
     assert written(text) == text, "run python -m generators.incidents.catalogue_doc --write"
+
+
+@pytest.mark.parametrize(
+    ("argv", "changes"),
+    [
+        (("svcctl", "dns", "show"), False),
+        (("svcctl", "vrrp", "show"), False),
+        (("svcctl", "dns", "set", "host-record", "web.lab,10.0.1.11"), True),
+        (("ip", "route", "show"), False),
+        (("ip", "route", "add", "10.9.0.0/24", "via", "10.0.0.1"), True),
+    ],
+)
+def test_only_a_command_that_may_write_waits_for_the_network_to_settle(argv, changes):
+    """`svcctl dns show` in a localize episode was taken for a change (readonly does not
+    know svcctl): the step settled the lab, which under held-down faults and load ended the
+    episode as an env_error twice in a reference player's episodes."""
+    from emulators.netcmd.sandbox import SandboxResult, Status
+    from generators.incidents.episode import IncidentEpisode
+    from generators.lab.step import CommandStep
+
+    result = SandboxResult(Status.OK, "srv1", " ".join(argv), argv)
+    step = CommandStep(None, result, StepStatus.OK, None, "", "")
+    assert IncidentEpisode._may_change(step) is changes
