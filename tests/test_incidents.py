@@ -319,3 +319,14 @@ def test_only_a_command_that_may_write_waits_for_the_network_to_settle(argv, cha
     result = SandboxResult(Status.OK, "srv1", " ".join(argv), argv)
     step = CommandStep(None, result, StepStatus.OK, None, "", "")
     assert IncidentEpisode._may_change(step) is changes
+
+
+def test_a_service_restart_waits_past_vrrps_master_down_interval():
+    """A reference player's VRRP fix (svcctl, the only tool for it) was judged unsafe: the
+    restarted keepalived handed its other groups to their backups and back, and a read one
+    quiet second after the step fell in between (no VIP moves for ~3.6 s)."""
+    from generators.incidents.session import FINAL_WINDOW_S, STEP_WINDOW_S, step_window
+
+    assert step_window(("svcctl", "vrrp", "set", "priority", "10", "150")) == FINAL_WINDOW_S
+    assert FINAL_WINDOW_S > 3 * 1 + 1  # three 1 s adverts and the skew
+    assert step_window(("ip", "link", "set", "r1-eth0", "up")) == STEP_WINDOW_S

@@ -32,7 +32,13 @@ from generators.incidents.config import TIERS, IncidentsConfig
 from generators.incidents.faults.kinds import Fault
 from generators.incidents.labs import InjectionFailed, LabPool
 from generators.incidents.prompt import status
-from generators.incidents.session import FINAL_WINDOW_S, Session, State, Unhealthy
+from generators.incidents.session import (
+    FINAL_WINDOW_S,
+    Session,
+    State,
+    Unhealthy,
+    step_window,
+)
 from generators.incidents.specs import spec_of
 from generators.incidents.validate import totals
 from generators.incidents.verdict import by_class
@@ -85,7 +91,8 @@ class IncidentEpisode:
         probe_s = 0.0
         tick = time.perf_counter()
         if self._may_change(played):
-            self.state = self.session.after_change()
+            assert played.result is not None
+            self.state = self.session.after_change(step_window(played.result.argv))
             self.settled = self.state.ok  # after_change waited the final window for it
             self.changed_at = time.monotonic()
         elif not self.settled or (last and not self.state.ok):

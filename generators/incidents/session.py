@@ -27,6 +27,17 @@ from generators.netlab.frrconf import DEAD
 
 STEP_WINDOW_S = 1.0
 FINAL_WINDOW_S = DEAD + 0.5
+# After a service daemon restarts (svcctl): longer than VRRP's master-down interval (3
+# adverts of 1 s and a skew), in which no VIP moves yet; a restarted keepalived hands its
+# groups to the backups and back, so a read one quiet second after it can fall in between.
+SERVICE_WINDOW_S = FINAL_WINDOW_S
+
+
+def step_window(argv: Sequence[str]) -> float:
+    """The quiet window a step that ran `argv` waits for (play and validation alike)."""
+    return SERVICE_WINDOW_S if tuple(argv[:1]) == ("svcctl",) else STEP_WINDOW_S
+
+
 # Violations no agent-visible behaviour shows: a fault whose only violations are these
 # (an extra route that carries nothing, a rule no packet meets) is not observable.
 STRUCTURAL = ("intent:kernel:", "intent:rule:", "intent:filter:", "intent:link:",
@@ -91,8 +102,8 @@ class Session:
             for injection in fault.inject:
                 self.lab.apply(injection)
 
-    def after_change(self) -> State:
-        self.lab.settle(STEP_WINDOW_S)
+    def after_change(self, window_s: float = STEP_WINDOW_S) -> State:
+        self.lab.settle(window_s)
         now = self.read()
         return self.final() if now.ok else now
 

@@ -51,7 +51,7 @@ from generators.incidents.faults.kinds import Fault
 from generators.incidents.labs import InjectionFailed, LabPool, LiveLab
 from generators.incidents.prompt import shown, status
 from generators.incidents.reading import EvidenceUnfit, matches
-from generators.incidents.session import Session, State, Unhealthy
+from generators.incidents.session import Session, State, Unhealthy, step_window
 from generators.incidents.verdict import by_class
 from pipeline.api import EnvironmentFailure
 
@@ -316,7 +316,7 @@ def _oracle(
             if why:
                 return replies, spent, fixed, why
             replies.append({"machine": machine, "command": command})
-            after = session.after_change()
+            after = session.after_change(step_window(result.argv))
             text = shown(machine, command, result.output) + "\n\n"
             spent += len((text + status(after.violations, every, tier.symptoms)).encode())
             broke = after.violations - before.violations
