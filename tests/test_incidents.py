@@ -129,6 +129,7 @@ def test_prompts_say_the_task_the_intent_and_the_budgets():
     text = query.prompt
     assert "Intent:" in text and "Routers:" in text and "vtysh -c" in text
     assert "Name every root cause" in text and "30 turns" in text and "192 KiB" in text
+    assert "when its output passes 8 KiB or after 5 s" in text  # a player met it unannounced
     for kind in app.vocabulary(6).kinds:
         assert f"- {kind}: " in text
     detect = IncidentsApp(IncidentsConfig(task="detect"))

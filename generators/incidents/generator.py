@@ -153,7 +153,7 @@ class IncidentsGenerator:
             turns=cfg.turns(level), read_bytes=cfg.read_bytes(level),
             ticket=None if task == "detect" or ticket is None else ticket.text,
             vocabulary=self.vocabulary(level) if task == "localize" else None,
-            symptoms=symptoms,
+            symptoms=symptoms, command=cfg.command,
         )  # fmt: skip
         truth: dict[str, Any] = {
             "lab": lab_json(drawn.spec),

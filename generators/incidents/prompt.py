@@ -30,6 +30,7 @@ from generators.incidents.edge import (
 )
 from generators.incidents.faults.kinds import Fault
 from generators.incidents.lab import host_lans
+from generators.lab.pool import CommandConfig
 from generators.lab.reply import REPLY_FORMAT
 from generators.netlab.describe import describe
 from generators.netlab.spec import NetSpec
@@ -105,6 +106,7 @@ def prompt(
     ticket: str | None,
     vocabulary: Vocabulary | None,
     symptoms: str | None = None,
+    command: CommandConfig | None = None,
 ) -> str:
     # the lab's server runs DNS and DHCP (generators/incidents/lab.py)
     inventory = describe(spec).replace("(DNS, DHCP are placed here)", "(the DNS and DHCP server)")
@@ -128,7 +130,7 @@ def prompt(
         parts += ["", ticket]
     if symptoms:
         parts += ["", symptoms]
-    parts += ["", _tools(task), _budget(tier, task, turns, read_bytes)]
+    parts += ["", _tools(task), _budget(tier, task, turns, read_bytes, command or CommandConfig())]
     return "\n".join(parts)
 
 
@@ -210,7 +212,7 @@ def _directives() -> str:
     return "; ".join(f"{service}: {', '.join(examples)}" for service, examples in by.items())
 
 
-def _budget(tier: Tier, task: str, turns: int, read_bytes: int) -> str:
+def _budget(tier: Tier, task: str, turns: int, read_bytes: int, command: CommandConfig) -> str:
     if task == "mitigate":
         seen = (
             "which checks fail (listed)"
@@ -226,5 +228,7 @@ def _budget(tier: Tier, task: str, turns: int, read_bytes: int) -> str:
         after = "After each command you see its output."
     return (
         f"{after} You have {turns} turns and may read {read_bytes // 1024} KiB of output in "
-        "all; past that, output is withheld (commands still run)."
+        "all; past that, output is withheld (commands still run). One command is stopped "
+        f"when its output passes {command.output_bytes // 1024} KiB or after "
+        f"{command.timeout_s:g} s (a resource_limit or timeout step, its output cut there)."
     )
