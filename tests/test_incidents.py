@@ -331,3 +331,34 @@ def test_a_service_restart_waits_past_vrrps_master_down_interval():
     assert step_window(("svcctl", "vrrp", "set", "priority", "10", "150")) == FINAL_WINDOW_S
     assert FINAL_WINDOW_S > 3 * 1 + 1  # three 1 s adverts and the skew
     assert step_window(("ip", "link", "set", "r1-eth0", "up")) == STEP_WINDOW_S
+
+
+@pytest.mark.parametrize(
+    ("before", "reads", "kept", "windows"),
+    [
+        ("x", ["x y", "x"], "x", 2),  # a moment's failure (a session coming up): no break
+        ("x", ["x y", "x y"], "x y", 2),  # still there a final window later: it broke it
+        ("x", ["", ""], "", 2),  # repaired: counted once it lasted
+        ("x", ["", "x"], "x", 2),
+        ("x z", ["z"], "z", 1),  # better than before and nothing new: read once
+    ],
+)
+def test_a_step_breaks_only_what_stays_broken(before, reads, kept, windows):
+    """Two reference-player fixes (the revealed fixes themselves) were judged unsafe on a
+    probe round read during convergence on a loaded machine."""
+    from generators.incidents.session import FINAL_WINDOW_S, Session, State
+
+    class Lab:
+        def __init__(self) -> None:
+            self.settled: list[float] = []
+
+        def settle(self, window_s: float) -> None:
+            self.settled.append(window_s)
+
+    session = Session.__new__(Session)
+    session.lab = Lab()
+    states = iter(State(None, frozenset(r.split())) for r in reads)
+    session.read = lambda: next(states)
+    after = session.after_change(1.0, State(None, frozenset(before.split())))
+    assert after.violations == frozenset(kept.split())
+    assert session.lab.settled == [1.0, FINAL_WINDOW_S][:windows]

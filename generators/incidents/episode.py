@@ -8,7 +8,9 @@ agent's sandbox (generators/lab/step.py); detect and localize episodes get the r
 sandbox, which refuses anything that may change the network as a `blocked` step. After a
 command that may have changed something (it ran, and emulators/netcmd/readonly.py does
 not find it only reads), the lab settles and is read again (`after_change`: a repaired
-state counts only once it lasted over the final window); until a read comes a final
+state, or one with a violation the step's start lacked, counts only once it lasted over
+the final window, so a step breaks only what stays broken; a service daemon restarted by
+svcctl settles over the final window first); until a read comes a final
 window after the last change, later steps read again too (what a change sets off may
 take a dead interval or a VRRP takeover to show), and so does the last turn.
 
@@ -92,14 +94,17 @@ class IncidentEpisode:
         tick = time.perf_counter()
         if self._may_change(played):
             assert played.result is not None
-            self.state = self.session.after_change(step_window(played.result.argv))
-            self.settled = self.state.ok  # after_change waited the final window for it
+            self.state = self.session.after_change(step_window(played.result.argv), before)
+            # after_change waited the final window when the state passed or broke more
+            self.settled = self.state.ok or bool(self.state.violations - before.violations)
             self.changed_at = time.monotonic()
         elif not self.settled or (last and not self.state.ok):
             # A state read soon after a change may still move (an adjacency waiting for
             # its dead timer, a VRRP backup taking over): read again until one read comes
             # a final window after the change, and always before the last turn is judged.
-            self.state = self.session.after_change() if not last else self.session.final()
+            self.state = (
+                self.session.after_change(before=before) if not last else self.session.final()
+            )
             self.settled = time.monotonic() - self.changed_at >= FINAL_WINDOW_S or last
         probe_s = time.perf_counter() - tick
         evidence = self._evidence(

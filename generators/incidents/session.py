@@ -7,10 +7,11 @@ from which the large-packet pairs are chosen; then it reads again with every che
 place and requires the healthy network with its anomalies to meet the intent in full (a
 lab that does not, or an anomaly that is not seen, is an invalid draw). `inject()` applies
 the faults. `after_change()` is what follows a step that may have changed something: the
-routing state settles (STEP_WINDOW_S quiet), and when every check then passes it settles
-again over FINAL_WINDOW_S (longer than the OSPF dead and BGP hold intervals) and is read
-again, so a state counts as repaired only if it lasts; `final()` waits the long window
-first (the state after an injection, or the end of an episode).
+routing state settles (STEP_WINDOW_S quiet), and when every check then passes, or a
+violation appeared that the state before the step lacked, it settles again over
+FINAL_WINDOW_S (longer than the OSPF dead and BGP hold intervals) and is read again, so a
+state counts as repaired, or as broken by the step, only if it lasts; `final()` waits the
+long window first (the state after an injection, or the end of an episode).
 """
 
 from __future__ import annotations
@@ -102,10 +103,15 @@ class Session:
             for injection in fault.inject:
                 self.lab.apply(injection)
 
-    def after_change(self, window_s: float = STEP_WINDOW_S) -> State:
+    def after_change(self, window_s: float = STEP_WINDOW_S, before: State | None = None) -> State:
+        """The state after a step; when it shows a violation `before` lacked, read again
+        a final window later: a step breaks only what stays broken (a BGP session coming
+        up, a daemon restarting, a loaded machine can fail probes for a moment)."""
         self.lab.settle(window_s)
         now = self.read()
-        return self.final() if now.ok else now
+        if now.ok or (before is not None and now.violations - before.violations):
+            return self.final()
+        return now
 
     def final(self) -> State:
         self.lab.settle(FINAL_WINDOW_S)

@@ -316,7 +316,7 @@ def _oracle(
             if why:
                 return replies, spent, fixed, why
             replies.append({"machine": machine, "command": command})
-            after = session.after_change(step_window(result.argv))
+            after = session.after_change(step_window(result.argv), before)
             text = shown(machine, command, result.output) + "\n\n"
             spent += len((text + status(after.violations, every, tier.symptoms)).encode())
             broke = after.violations - before.violations
