@@ -69,6 +69,7 @@ from pipeline.querygen import (
     query_id,
     query_key,
     query_rng,
+    share_cap,
     stamp,
     weighted_choice,
 )
@@ -136,6 +137,7 @@ __all__ = [
     "query_key",
     "query_rng",
     "replacing",
+    "share_cap",
     "smollm2_tokens",
     "stamp",
     "task_text",

@@ -90,6 +90,13 @@ def key_slot(key: str) -> int:
     return int(key, 16) % SEED_SLOTS
 
 
+def share_cap(taken: int, share: float, least: int = 1) -> int:
+    """How many of a run's first `taken` queries one variety stratum may hold before a
+    draw in it is redrawn: 1 + floor(share x taken), at least `least` (so after n queries
+    no stratum holds more than 1 + share x n of them)."""
+    return max(least, 1 + int(share * taken))
+
+
 def seed_slot(seed: int) -> int:
     """The slot whose keys seed `seed` takes; seeds with equal slots may share keys."""
     return seed % SEED_SLOTS

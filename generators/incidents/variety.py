@@ -21,12 +21,12 @@ the fewest queries (the cap is then as good as the space allows; README says so)
 
 from __future__ import annotations
 
-import math
 import random
 from collections import Counter
 from collections.abc import Iterable
 
 from generators.netlab.spec import VARIANTS
+from pipeline.api import share_cap
 
 LAB_BLOCK = 4  # consecutive queries on one lab
 CAP_SHARE = 0.08
@@ -63,7 +63,7 @@ class StratumCap:
         self.taken = 0
 
     def bound(self) -> int:
-        return 1 + math.floor(CAP_SHARE * self.taken)
+        return share_cap(self.taken, CAP_SHARE)
 
     def allows(self, name: str) -> bool:
         return self.counts[name] < self.bound()

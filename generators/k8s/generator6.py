@@ -47,6 +47,7 @@ from pipeline.api import (
     query_id,
     query_key,
     query_rng,
+    share_cap,
     stamp,
 )
 
@@ -139,7 +140,7 @@ class TierGenerator:
         strata = strata if strata is not None else Counter()
         placed = placed if placed is not None else Tally(PLACE_SHARE, PLACE_MIN)
         rng = query_rng(seed, level, index)
-        cap = 1 + int(CAP_SHARE * index)
+        cap = share_cap(index, CAP_SHARE)
         room = placed.room(index)
         healthy = self.task == "detect" and (index + seed) % 2 == 0  # half of them, exactly
 

@@ -17,6 +17,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
+from pipeline.api import share_cap
+
 RESERVE = 2
 
 
@@ -81,7 +83,7 @@ class Tally:
             self.held[key] = self.held.get(key, 0) + 1
 
     def room(self, index: int) -> Room:
-        cap = max(self.least, 1 + int(self.share * index))
+        cap = share_cap(index, self.share, self.least)
         full = frozenset(k for k, n in self.held.items() if n >= cap)
         near = frozenset(k for k, n in self.held.items() if n >= cap - RESERVE)
         return Room(full, near)

@@ -85,6 +85,7 @@ from pipeline.api import (
     canonical_json,
     query_id,
     query_rng,
+    share_cap,
     stamp,
     weighted_choice,
 )
@@ -278,7 +279,7 @@ class MaltQueryGenerator:
         of the seed took (`tracker`; a fresh one for index 0) and their strata (`strata`)."""
         tracker = tracker or self.tracker(level, seed)
         strata = strata if strata is not None else Counter()
-        cap = max(STRATUM_MIN, 1 + int(STRATUM_SHARE * index))
+        cap = share_cap(index, STRATUM_SHARE, STRATUM_MIN)
         draws = [0]  # of this query
         rng = query_rng(seed, level, index)
         template = self.plans.pick(level, rng, weights) if level in COUPLED_LEVELS else None
