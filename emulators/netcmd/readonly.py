@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from emulators.netcmd import effects, iproute, iptables, tc, vtysh
+from emulators.netcmd import effects, iproute, iptables, svcctl, tc, vtysh
 from emulators.netcmd.tools import check_sysctl
 
 READERS = frozenset({"cat", "ping", "iptables-save", "traceroute", "tracepath", "dig", "bridge"})
@@ -71,6 +71,11 @@ def write_refusal(argv: Sequence[str]) -> str | None:
         why = _tc(args)
     elif tool == "iptables":
         why = _iptables(args)
+    elif tool == "svcctl":  # ours (svcctl.py): only `SERVICE show` reads
+        try:
+            why = None if svcctl.parse(args).reads_only else "svcctl may only show"
+        except svcctl.SvcctlError as err:
+            why = f"svcctl: {err}"
     elif tool in ("ifconfig", "route", "arp"):
         why = f"this {tool} command changes the machine" if effects.changes(argv) else None
     else:

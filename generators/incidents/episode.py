@@ -28,8 +28,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from emulators.netcmd import readonly, svcctl
-from emulators.netcmd.svcctl import SvcctlError
+from emulators.netcmd import readonly
 from generators.incidents.config import TIERS, IncidentsConfig
 from generators.incidents.faults.kinds import Fault
 from generators.incidents.labs import InjectionFailed, LabPool
@@ -127,13 +126,7 @@ class IncidentEpisode:
         if not played.changed_network or played.status is StepStatus.BLOCKED:
             return False
         assert played.result is not None
-        argv = played.result.argv
-        if argv[:1] == ("svcctl",):  # ours, unknown to readonly: a `show` only reads
-            try:
-                return not svcctl.parse(list(argv[1:])).reads_only
-            except SvcctlError:
-                return True
-        return readonly.write_refusal(argv) is not None
+        return readonly.write_refusal(played.result.argv) is not None
 
     def _after(self, remind: bool = False) -> str:
         left = self.max_turns - self.turn
