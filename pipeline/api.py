@@ -9,7 +9,7 @@ What an app is made of:
 - its App class (the `App` protocol) and what it trades in: `Query`, `StepResult` and
   `StepStatus`, `Verdict` with `Outcome` and `TaskStep`, `Action` for its reply format;
   `Capacity` (and `cached`, a capacity kept on disk);
-- its query draws: `query_id`, `query_rng`, `query_key`, `key_slot`, `SEED_SLOTS`,
+- its query draws: `query_id`, `query_rng`, `healthy_query`, `query_key`, `key_slot`, `SEED_SLOTS`,
   `KeyTracker` with `stamp`, `weighted_choice` (pipeline/querygen.py says how they fit);
 - its config schema: a dataclass whose fields that cannot change a result are
   `operational(...)`;
@@ -65,6 +65,7 @@ from pipeline.play import EpisodeLoop, play_oracle
 from pipeline.querygen import (
     SEED_SLOTS,
     KeyTracker,
+    healthy_query,
     key_slot,
     query_id,
     query_key,
@@ -127,6 +128,7 @@ __all__ = [
     "first_object",
     "fuzz_app",
     "fuzz_figures",
+    "healthy_query",
     "json_objects",
     "key_slot",
     "load_app",

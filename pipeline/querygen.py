@@ -61,6 +61,15 @@ def query_rng(seed: int, level: int, index: int) -> random.Random:
     return random.Random(f"{seed}:{level}:{index}")
 
 
+def healthy_query(seed: int, level: int, index: int) -> bool:
+    """Whether detect query `index` is a healthy network: exactly one of each pair of
+    indices (2k, 2k+1), which one drawn from the pair's own stream. Decided before any
+    draw, so a class whose draws are rejected more often (a faulty network's validation
+    refuses more) is never under-represented: redraws stay in the class."""
+    first = random.Random(f"healthy:{seed}:{level}:{index // 2}").random() < 0.5
+    return first if index % 2 == 0 else not first
+
+
 def weighted_choice(
     rng: random.Random,
     options: Sequence[T],

@@ -11,9 +11,11 @@ import json
 import random
 from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
+from generators.incidents import generator as gen_module
 from generators.incidents.app import IncidentsApp
 from generators.incidents.checks import Dns
 from generators.incidents.config import TIERS, IncidentsConfig
@@ -116,13 +118,39 @@ def test_same_seed_same_draws_and_detect_draws_healthy_networks():
     first = [q.key for q in app.generator().generate(6, 1, 40, live=False)]
     again = list(app.generator().generate(6, 1, 40, live=False))
     assert first == [q.key for q in again]
-    healthy = sum(q.ground_truth["healthy"] for q in again)
-    assert 8 <= healthy <= 32
+    healthy = [q.ground_truth["healthy"] for q in again]
+    assert [healthy[i] + healthy[i + 1] for i in range(0, 40, 2)] == [1] * 20  # one per pair
+    assert healthy != [i % 2 == 0 for i in range(40)]  # which one is drawn, not the parity
     assert all(q.ground_truth["benign"] for q in again)  # detect: >= 1 anomaly everywhere
     assert all(q.read_only and q.task == "detect" for q in again)
 
 
 # -- prompts ------------------------------------------------------------------------------
+def test_validation_refusing_faulty_draws_does_not_tilt_detect_to_healthy(monkeypatch):
+    """A faulty network's draw is refused far more often than a healthy one's (4 of 4
+    level-8 detect queries of a reference player's sample were healthy when the class was
+    redrawn with the rest): with 3 of 4 faulty draws refused, still one healthy query per
+    pair, and a query refused its faulty draws stays faulty."""
+    seen = Counter()
+
+    def validate(pool, drawn, *args):  # refuses 3 of every 4 faulty draws
+        seen[drawn.healthy] += 1
+        if not drawn.healthy and seen[False] % 4:
+            return "unfit: refused by the test"
+        return SimpleNamespace(seconds={})
+
+    monkeypatch.setattr(gen_module, "validate", validate)
+    query = gen_module.IncidentsGenerator._query
+    monkeypatch.setattr(
+        gen_module.IncidentsGenerator, "_query",
+        lambda self, level, seed, index, drawn, done: query(self, level, seed, index, drawn, None),
+    )  # fmt: skip
+    app = IncidentsApp(IncidentsConfig(task="detect"))
+    queries = list(app.generator().generate(7, 3, 16))
+    healthy = [q.ground_truth["healthy"] for q in queries]
+    assert sum(healthy) == 8 and seen == {True: 8, False: 32}
+
+
 def test_prompts_say_the_task_the_intent_and_the_budgets():
     app = IncidentsApp(IncidentsConfig(task="localize"))
     (query,) = app.generator().generate(6, 0, 1, live=False)

@@ -13,7 +13,9 @@ scoring, generator, capacity, app, bench. README.md says what it asks and how it
 
 from pipeline.api import AppSpec, BenchSpec
 
-APP_VERSION = "2"  # 2: prompts state DHCP and svcctl, status shows vrrp and service
+# 2: prompts state DHCP and svcctl, status shows vrrp and service.
+# 3: a detect query's class is fixed per index (pipeline.api.healthy_query), not redrawn.
+APP_VERSION = "3"
 APP = AppSpec(
     kind="incidents",
     app=".app:IncidentsApp",

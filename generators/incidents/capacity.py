@@ -45,8 +45,9 @@ def _count(cfg: IncidentsConfig, level: int) -> Capacity:
                 if tier.intent_only and not holds_intent_only(lab, allowed):
                     continue  # the generator takes another variant (generator._lab)
                 rng = random.Random(f"incidents-capacity:{level}:{lab.name}")
-                for _ in range(SAMPLES):
-                    drawn = draw(lab, tier, cfg.task, allowed, rng)
+                for sample in range(SAMPLES):
+                    healthy = cfg.task == "detect" and sample % 2 == 0  # as generated
+                    drawn = draw(lab, tier, cfg.task, allowed, rng, healthy=healthy)
                     if not isinstance(drawn, str):
                         keys[drawn.key] = drawn.operation
     by_operation = Counter(keys.values())

@@ -1,8 +1,10 @@
 """The pure draw of one query: its lab's faults and benign anomalies from the catalogue.
 
-`draw(spec, tier, task, allowed, rng, weights)` takes, from the query's own stream, the
-tier's number of benign anomalies (drawn first, so no fault lands on one), whether a
-detect query is healthy (half of them are), then the tier's number of faults:
+`draw(spec, tier, task, allowed, rng, weights, healthy)` takes, from the query's own
+stream, the tier's number of benign anomalies (drawn first, so no fault lands on one), then,
+unless the query is a healthy detect query (`healthy`, decided per index before any draw by
+pipeline.api.healthy_query: half of them, whatever validation rejects), the tier's number
+of faults:
   - kinds uniformly among those the config allows that declare the lab's family (with
     failure-driven `weights` per kind id), each kind at most once per query; a kind's
     own `draw` picks its place and returns None where the lab offers none (another kind
@@ -138,8 +140,10 @@ def draw(
     allowed: frozenset[str] | None,
     rng: random.Random,
     weights: Mapping[str, float] | None = None,
+    healthy: bool = False,
 ) -> Drawn | str:
-    """One draw (see the module docstring), or why the lab could not hold it."""
+    """One draw (see the module docstring), or why the lab could not hold it. `healthy`
+    (a detect query's class) draws no fault."""
     taken = Taken()
     benign: list[Fault] = []
     wanted = rng.randint(*benign_range(tier, task))
@@ -154,7 +158,9 @@ def draw(
             benign.append(fault)
     if len(benign) < wanted:
         return f"{spec.name}: room for {len(benign)} of {wanted} benign anomalies"
-    if task == "detect" and rng.random() < 0.5:
+    if healthy:
+        if task != "detect":
+            raise ValueError(f"only a detect query can be drawn healthy, not {task!r}")
         return Drawn(spec, (), tuple(benign), task)
     pool = fault_kinds(spec, allowed)
     if not pool:

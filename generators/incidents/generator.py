@@ -6,7 +6,11 @@ capped by stratum (variety.py: a draw in a full stratum is redrawn before any la
 keyed (draw.py: the task, the lab, each fault's kind, cause and elements) and taken by
 pipeline/querygen.py's loop, which redraws keys of other seed slots and repeats without
 validating. A draw is then validated live (validate.py); a rejected one is redrawn from
-the same stream, so the same seed always gives the same queries.
+the same stream, so the same seed always gives the same queries. A detect query's class
+(healthy or not) is fixed per index before its first draw (pipeline.api.healthy_query) and
+redraws keep it: faulty draws are refused by validation far more often than healthy ones,
+and a class redrawn with the rest made 4 of 4 level-8 detect queries of a reference
+player's sample healthy.
 
 `generate(..., live=False)` skips validation (no lab): the pure draws, for the variety
 measurements and tests; such queries have no oracle and are never written as a shard.
@@ -32,6 +36,7 @@ from pipeline.api import (
     KeyTracker,
     Query,
     Vocabulary,
+    healthy_query,
     query_id,
     query_rng,
     stamp,
@@ -82,10 +87,13 @@ class IncidentsGenerator:
             for index in range(count):
                 rng = query_rng(seed, level, index)
                 lab = self._lab(tier, pairs, index, allowed)
+                healthy = self.cfg.task == "detect" and healthy_query(seed, level, index)
 
-                def pick(rng: Any = rng, lab: Any = lab) -> tuple[str, Drawn] | str:
+                def pick(
+                    rng: Any = rng, lab: Any = lab, healthy: bool = healthy
+                ) -> tuple[str, Drawn] | str:
                     drawn = self._capped(cap, lambda: draw(
-                        lab, tier, self.cfg.task, allowed, rng, weights))  # fmt: skip
+                        lab, tier, self.cfg.task, allowed, rng, weights, healthy))  # fmt: skip
                     return drawn if isinstance(drawn, str) else (drawn.key, drawn)
 
                 def attempt(drawn: Drawn, index: int = index, rng: Any = rng) -> Query | str:

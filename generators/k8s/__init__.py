@@ -23,7 +23,9 @@ from pipeline.api import AppSpec, BenchSpec
 # levels 1-5 draw what they drew in 4.
 # 6: levels 6-8 draw a fault's placement uniformly within its kind and cap each size x
 # kind x placement at 9.5 % of a run (variety.py); levels 1-5 draw what they drew in 5.
-APP_VERSION = "6"
+# 7: which detect query of levels 6-8 is healthy (one of each pair of indices, in an order
+# the seed draws, as the incidents app decides it); levels 1-5 draw what they drew in 6.
+APP_VERSION = "7"
 APP = AppSpec(
     kind="k8s",
     app=".app:K8sApp",

@@ -16,8 +16,8 @@ queries before it):
     four faults in a query, one of them such a fault; uncapped, one key was in 22-24 % of
     its queries.
 
-Detect query i is healthy when i + seed is even: exactly half of a run, whatever redraws
-it takes.
+Detect query i is healthy by pipeline.api.healthy_query: exactly one of each pair of
+indices, decided before its draws, so redraws keep its class.
 
 The ground truth holds what the environment rebuilds the query's cluster from (`cluster`,
 `objects`: the overlay of anomalies and faults), what the checks judge (`flips`: the
@@ -44,6 +44,7 @@ from pipeline.api import (
     ConfigError,
     KeyTracker,
     Query,
+    healthy_query,
     query_id,
     query_key,
     query_rng,
@@ -142,7 +143,7 @@ class TierGenerator:
         rng = query_rng(seed, level, index)
         cap = share_cap(index, CAP_SHARE)
         room = placed.room(index)
-        healthy = self.task == "detect" and (index + seed) % 2 == 0  # half of them, exactly
+        healthy = self.task == "detect" and healthy_query(seed, level, index)
 
         def drawn() -> tuple[str, Draw] | str:
             got = draw(tier, self.task, rng, self.estates, sizes, self.estate, healthy, room)
