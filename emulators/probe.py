@@ -33,9 +33,13 @@ The kernel's neighbour (ARP) table is one for the whole machine, every namespace
 counted against gc_thresh3: with many labs alive it fills, and packets that need a new
 entry are dropped until garbage collection frees some (entries younger than 5 s are kept).
 A round during which the table overflowed (its `table_fulls` counter, /proc/net/stat/
-arp_cache, went up) proves nothing about its silent flows: rounds go on past `retries`, with
-waits of at most MAX_WAIT_S, until one passes without an overflow; if none does within
-CROWDED_S, the probe raises EnvironmentFailure rather than judge.
+arp_cache, went up) proves nothing about its silent flows, nor about those refused as "host
+unreachable" (a neighbour that could not be resolved: forced garbage collection drops
+entries still being resolved, and a same-LAN pair can then fail with ICMP 3/1 or
+EHOSTUNREACH; a reference player's ticket once named a same-LAN pair that none of its faults
+could cut): rounds go on past `retries`, with waits of at most MAX_WAIT_S, until one passes
+without an overflow; if none does within CROWDED_S, the probe raises EnvironmentFailure
+rather than judge.
 """
 
 from __future__ import annotations
@@ -83,10 +87,14 @@ class Prober:
             outcome = Round(self.netns, [*todo, *controls]).run(timeout)
             crowded = table_fulls() != overflows
             self.rounds.append(len(todo) + len(controls))
-            results.update({f: outcome[f].ok for f in todo if outcome[f].decided})
+            decided = [f for f in todo if outcome[f].decided]
+            if crowded:  # an unresolved neighbour may be the overflow's doing: asked again
+                decided = [f for f in decided if not outcome[f].unresolved]
+            results.update({f: outcome[f].ok for f in decided})
             if number == 0:
                 answered = [f for f in todo if results.get(f)]
-            todo = [f for f in todo if not outcome[f].decided]
+            known = set(decided)
+            todo = [f for f in todo if f not in known]
             if not todo:
                 break
             in_time = [c for c in controls if outcome[c].ok and outcome[c].replied <= timeout / 4]

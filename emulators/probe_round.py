@@ -47,6 +47,11 @@ class _Result:
     seen: bool = False  # the target's namespace received the request
     replied: float | None = None  # seconds from sending to the echo from the probed address
     refused: str = ""  # why the flow was answered negatively (final)
+    # The refusal was "host unreachable" (ICMP 3/1, EHOSTUNREACH): what a router or the
+    # source says when a neighbour (ARP) entry could not be resolved. Real when a fault
+    # cut the neighbour off; also what the machine-wide neighbour table's overflow and
+    # forced garbage collection produce, so probe.py does not trust it from such a round.
+    unresolved: bool = False
 
     @property
     def ok(self) -> bool:
@@ -167,6 +172,7 @@ class Round:
             except OSError as err:  # refused at the source: EPERM, unreachable, ...
                 if err.errno not in TRANSIENT:  # else: nothing was sent; silent, asked again
                     self.results[index].refused = f"refused at the source: {err.strerror or err}"
+                    self.results[index].unresolved = err.errno == errno.EHOSTUNREACH
         for sock in clients.values():
             sock.close()
 
@@ -229,7 +235,8 @@ class Round:
             source = socket.inet_ntoa(data[12:16])
             kind, code, _, ident, _ = struct.unpack("!BBHHH", data[ihl : ihl + 8])
             if kind in (_UNREACHABLE, _TIME_EXCEEDED):
-                self._icmp_error(data[ihl + 8 :], device, f"icmp {kind}/{code} from {source}")
+                why = f"icmp {kind}/{code} from {source}"
+                self._icmp_error(data[ihl + 8 :], device, why, (kind, code) == (_UNREACHABLE, 1))
                 continue
             index = self.index_of(data[ihl + 8 :]) if ident == self.round_id else None
             if index is None or self.flows[index].protocol != "icmp":
@@ -243,7 +250,7 @@ class Round:
                 else:
                     result.replied = time.monotonic() - self.sent[index]
 
-    def _icmp_error(self, quoted: bytes, device: object, why: str) -> None:
+    def _icmp_error(self, quoted: bytes, device: object, why: str, unresolved: bool) -> None:
         """An ICMP error quoting one of this round's echo requests sent by `device`."""
         if len(quoted) < 28:
             return
@@ -254,7 +261,7 @@ class Round:
         for index in range(seq, len(self.flows), 0x10000):
             flow, result = self.flows[index], self.results[index]
             if flow.protocol == "icmp" and flow.source == device and result.replied is None:
-                result.refused = why
+                result.refused, result.unresolved = why, unresolved
                 return
 
     def _on_accept(self, sock: socket.socket, device: object) -> None:
@@ -321,6 +328,7 @@ class Round:
             except OSError as err:
                 if err.errno not in TRANSIENT:
                     result.refused = f"tcp: {err.strerror or err}"
+                    result.unresolved = err.errno == errno.EHOSTUNREACH
                 self._close(sock)
             return
         try:
@@ -329,6 +337,7 @@ class Round:
             return
         except OSError as err:  # ECONNREFUSED, a reset, an ICMP error
             result.refused = f"{flow.protocol}: {err.strerror or err}"
+            result.unresolved = err.errno == errno.EHOSTUNREACH
             self._close(sock)
             return
         if flow.protocol == "tcp":
