@@ -14,7 +14,9 @@ scoring, generator, capacity, app, bench. README.md says what it asks and how it
 from pipeline.api import AppSpec, BenchSpec
 
 # 2: prompts state DHCP and svcctl, status shows vrrp and service.
-# 3: a detect query's class is fixed per index (pipeline.api.healthy_query), not redrawn.
+# 3: a detect query's class is fixed per index (pipeline.api.healthy_query), not redrawn;
+# a faulty detect query holds 1-2 faults (level 6: 1), never composed, only intent-only
+# ones at level 8.
 APP_VERSION = "3"
 APP = AppSpec(
     kind="incidents",
