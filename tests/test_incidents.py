@@ -183,6 +183,21 @@ def test_prompts_say_the_task_the_intent_and_the_budgets():
     assert "Ticket" not in query.prompt and '"healthy": true' in query.prompt
     assert "By design:" in query.prompt and "40 turns" in query.prompt
     assert "more than one problem" in mitigate_prompt(7) and "one problem." in mitigate_prompt(6)
+    assert "There is one problem. Name every root cause" in text  # localize, level 6
+    # a player missed the other end of a link whose two faults hid each other, unwarned
+    assert "one may hide another. Name every root cause" in task_prompt("localize", 8)
+    # a healthy network cannot be told apart by pinging every pair in 50 turns: the top
+    # tier's detect prompt says what a faulty one may differ in, healthy or not
+    silent = "If anything is wrong, every flow still works"
+    assert silent in task_prompt("detect", 8, index=0) and silent in task_prompt(
+        "detect", 8, index=1
+    )
+    assert silent not in task_prompt("detect", 7)
+
+
+def task_prompt(task: str, level: int, index: int = 0) -> str:
+    app = IncidentsApp(IncidentsConfig(task=task))
+    return list(app.generator().generate(level, 0, index + 1, live=False))[index].prompt
 
 
 def mitigate_prompt(level: int, *overrides: str) -> str:

@@ -16,7 +16,8 @@ from pipeline.api import AppSpec, BenchSpec
 # 2: prompts state DHCP and svcctl, status shows vrrp and service.
 # 3: a detect query's class is fixed per index (pipeline.api.healthy_query), not redrawn;
 # a faulty detect query holds 1-2 faults (level 6: 1), never composed, only intent-only
-# ones at level 8.
+# ones at level 8; the localize prompt says how many problems there may be (as mitigate's),
+# the detect prompt what a faulty network of its tier may differ in.
 APP_VERSION = "3"
 APP = AppSpec(
     kind="incidents",

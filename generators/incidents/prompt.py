@@ -172,13 +172,27 @@ def lab_intent(spec: NetSpec) -> list[str]:
 
 
 def _task(tier: Tier, task: str, vocabulary: Vocabulary | None) -> str:
-    if task != "mitigate":
-        return task_text(task, vocabulary)
     count = (
         "There is one problem."
         if tier.faults == (1, 1)
         else "There may be more than one problem, and one may hide another."
     )
+    if task == "localize":
+        return task_text(task, vocabulary).replace(
+            "Name every root cause:", f"{count} Name every root cause:", 1
+        )
+    if task == "detect":
+        # what a faulty network of the tier may hold, as localize lists its kinds: a
+        # healthy network cannot be told apart by pinging 2,000 pairs in 50 turns
+        if tier.detect_silent:
+            scope = (
+                "If anything is wrong, every flow still works: what may differ is what the "
+                "intent states beyond reachability (the protocol state, paths, ECMP, VRRP "
+                "masters and addresses, what stays closed)."
+            )
+        else:
+            scope = "If anything is wrong, it may be anything the intent states."
+        return task_text(task, vocabulary).replace("right now.", f"right now. {scope}", 1)
     return (
         "Task: something is wrong: the network does not meet its intent. Find every "
         "problem and fix it, so that every check holds: every host pair over ICMP, TCP "
