@@ -86,15 +86,16 @@ def intent_only(kind: FaultKind) -> bool:
 
 
 def fault_kinds(spec: NetSpec, allowed: frozenset[str] | None) -> list[FaultKind]:
-    return fault_kinds_of(spec.family, allowed)
+    return fault_kinds_of(spec.family, allowed, spec.size)
 
 
 def tier_families(
     tier: Tier, families: tuple[str, ...], allowed: frozenset[str] | None
 ) -> tuple[str, ...]:
     """The lab families a tier draws on: at a tier that asks for intent-only faults (L8),
-    only families where an allowed kind loses no flow (chain and ISP labs have none: every
-    OSPF or BGP fault there costs a flow, no path or VRRP intent can move); all of
+    only families where an allowed kind loses no flow (on chain and ISP labs only the
+    security policy's kinds do: every OSPF or BGP fault there costs a flow, no path or
+    VRRP intent can move; `app.faults` without them leaves those families out); all of
     `families` when none has one, so the draw says why it fails."""
     if tier.intent_only == 0:
         return families
@@ -114,16 +115,20 @@ def holds_intent_only(spec: NetSpec, allowed: frozenset[str] | None) -> bool:
     )
 
 
-def fault_kinds_of(family: str, allowed: frozenset[str] | None) -> list[FaultKind]:
+def fault_kinds_of(
+    family: str, allowed: frozenset[str] | None, size: str | None = None
+) -> list[FaultKind]:
+    """The allowed kinds drawn on `family` (at `size`, when given: the security policy's
+    kinds only where large and xlarge labs carry it)."""
     return [
         k
         for k in catalogue.kinds()
-        if family in k.topologies and (allowed is None or k.id in allowed)
+        if k.drawn_on(family, size) and (allowed is None or k.id in allowed)
     ]
 
 
 def benign_kinds(spec: NetSpec) -> list[FaultKind]:
-    return [k for k in catalogue.kinds(benign=True) if spec.family in k.topologies]
+    return [k for k in catalogue.kinds(benign=True) if k.drawn_on(spec.family, spec.size)]
 
 
 def benign_range(tier: Tier, task: str) -> tuple[int, int]:
