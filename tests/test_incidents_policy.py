@@ -235,3 +235,16 @@ def test_level_6_neither_draws_nor_names_the_policy_kinds_and_level_8_does():
     eight = list(app.generator().generate(8, 0, 200, live=False))
     drawn = Counter(f["kind"] for q in eight for f in q.ground_truth["faults"])
     assert set(KINDS) <= set(drawn), drawn
+
+
+def test_a_ticket_reports_an_open_flow_only_when_nothing_else_is_reported():
+    from generators.incidents.tickets import choose
+
+    spec = _spec("ring", "large")
+    p = security.probers(spec)[0]
+    closed = f"closed:tcp:{p.host}>{p.router}"
+    near = f"intent:adjacency:{p.router}:r1-eth1"
+    ticket = choose(spec, [closed, near], [p.router], random.Random(0))
+    assert ticket is not None and ticket.violation == near
+    alone = choose(spec, [closed], [p.router], random.Random(0))
+    assert alone is not None and alone.violation == closed and "security audit" in alone.text
