@@ -248,3 +248,11 @@ def test_a_ticket_reports_an_open_flow_only_when_nothing_else_is_reported():
     assert ticket is not None and ticket.violation == near
     alone = choose(spec, [closed], [p.router], random.Random(0))
     assert alone is not None and alone.violation == closed and "security audit" in alone.text
+
+
+def test_level_8_on_small_labs_keeps_to_the_families_that_hold_an_intent_only_kind():
+    from generators.incidents.draw import tier_families
+
+    six = tuple(FAMILIES)
+    assert tier_families(TIERS[8], six, None, ("large", "xlarge")) == six
+    assert tier_families(TIERS[8], six, None, ("small",)) == ("ring", "mesh", "leafspine", "campus")

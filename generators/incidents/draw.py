@@ -90,16 +90,26 @@ def fault_kinds(spec: NetSpec, allowed: frozenset[str] | None) -> list[FaultKind
 
 
 def tier_families(
-    tier: Tier, families: tuple[str, ...], allowed: frozenset[str] | None
+    tier: Tier,
+    families: tuple[str, ...],
+    allowed: frozenset[str] | None,
+    sizes: tuple[str, ...] | None = None,
 ) -> tuple[str, ...]:
     """The lab families a tier draws on: at a tier that asks for intent-only faults (L8),
     only families where an allowed kind loses no flow (on chain and ISP labs only the
     security policy's kinds do: every OSPF or BGP fault there costs a flow, no path or
     VRRP intent can move; `app.faults` without them leaves those families out); all of
-    `families` when none has one, so the draw says why it fails."""
+    `families` when none has one, so the draw says why it fails. `sizes`: the lab sizes
+    drawn (the tier's, or `app.size`): small chain labs hold no policy, hence no such kind."""
     if tier.intent_only == 0:
         return families
-    kept = tuple(f for f in families if any(intent_only(k) for k in fault_kinds_of(f, allowed)))
+    kept = tuple(
+        f
+        for f in families
+        if any(
+            intent_only(k) for size in sizes or (None,) for k in fault_kinds_of(f, allowed, size)
+        )
+    )
     return kept or families
 
 
