@@ -17,8 +17,8 @@ exactly as they were. `RULES` are built into every router at start (lab.py: the 
 startup, so the kernel snapshot holds them and a lab's reset restores them like any other
 state). `probes(spec)`: one TCP and one UDP closed probe per router that holds an address
 on a host LAN, from a host of that LAN to that address (on-link: no routing decides it),
-the LAN and host rotating with the router's index; 2 per such router (54 flows on the
-largest, ring-xlarge-1, each refused at once). Routers with no host LAN (spines, cores)
+the LAN and host rotating with the router's index; 2 per such router (20-56 flows per
+large or xlarge lab, each refused at once). Routers with no host LAN (spines, cores)
 carry the rules but are not probed, and no fault is placed on them.
 """
 
