@@ -19,6 +19,8 @@ from generators.incidents import generator as gen_module
 from generators.incidents.app import IncidentsApp
 from generators.incidents.checks import Dns
 from generators.incidents.config import TIERS, IncidentsConfig
+from generators.incidents.draw import intent_only
+from generators.incidents.faults import kinds as catalogue
 from generators.incidents.prompt import status
 from generators.incidents.reading import filter_rules, interfaces, sections
 from generators.incidents.scoring import score
@@ -127,6 +129,22 @@ def test_same_seed_same_draws_and_detect_draws_healthy_networks():
 
 
 # -- prompts ------------------------------------------------------------------------------
+@pytest.mark.parametrize("level", [7, 8])
+def test_a_faulty_detect_query_holds_few_faults_and_at_level_8_only_silent_ones(level):
+    """Flow-losing faults are one ping away: a detect query asks whether the network meets
+    its intent, so at level 8 every fault of a faulty one loses no flow."""
+    app = IncidentsApp(IncidentsConfig(task="detect"))
+    faulty = [
+        q for q in app.generator().generate(level, 2, 60, live=False) if q.operation != "healthy"
+    ]
+    assert len(faulty) == 30
+    counts = Counter(len(q.ground_truth["faults"]) for q in faulty)
+    assert set(counts) == {1, 2}
+    silent = [all(intent_only(catalogue.kind(f["kind"])) for f in q.ground_truth["faults"])
+              for q in faulty]  # fmt: skip
+    assert all(silent) if level == 8 else not all(silent)
+
+
 def test_validation_refusing_faulty_draws_does_not_tilt_detect_to_healthy(monkeypatch):
     """A faulty network's draw is refused far more often than a healthy one's (4 of 4
     level-8 detect queries of a reference player's sample were healthy when the class was

@@ -256,3 +256,15 @@ def test_level_8_on_small_labs_keeps_to_the_families_that_hold_an_intent_only_ki
     six = tuple(FAMILIES)
     assert tier_families(TIERS[8], six, None, ("large", "xlarge")) == six
     assert tier_families(TIERS[8], six, None, ("small",)) == ("ring", "mesh", "leafspine", "campus")
+
+
+def test_the_policy_kinds_weigh_as_one_kind_in_a_draw():
+    from generators.incidents.draw import _weighted
+
+    spec = _spec("ring", "large")
+    pool = fault_kinds(spec, None)
+    assert {k.id for k in pool if k.group == "security_policy"} == set(KINDS)
+    drawn = Counter(_weighted(random.Random(i), pool, None, "mitigate").id for i in range(4000))
+    share = sum(drawn[k] for k in KINDS) / 4000
+    others = len(pool) - len(KINDS)
+    assert abs(share - 1 / (others + 1)) < 0.02, share

@@ -14,10 +14,12 @@ scoring, generator, capacity, app, bench. README.md says what it asks and how it
 from pipeline.api import AppSpec, BenchSpec
 
 # 2: prompts state DHCP and svcctl, status shows vrrp and service.
-# 3: a detect query's class is fixed per index (pipeline.api.healthy_query), not redrawn.
-# 4: large and xlarge labs carry a standing security policy (faults/security.py: every router's
-#    INPUT rejects TCP/UDP port 7 from the LANs), stated in the prompt and checked by
-#    closed probes; four silent fault kinds and one benign anomaly on it (policy_dp.py);
+# 3: a detect query's class is fixed per index (pipeline.api.healthy_query), not redrawn;
+# a faulty detect query holds 1-2 faults (level 6: 1), never composed, only intent-only
+# ones at level 8.
+# 4: large and xlarge labs carry a standing security policy (faults/security.py: every
+#    router's INPUT rejects TCP/UDP port 7 from the LANs), stated in the prompt and checked
+#    by closed probes; four silent fault kinds and one benign anomaly on it (policy_dp.py);
 #    level 8 now draws chain and ISP labs too. Small and medium labs are unchanged.
 APP_VERSION = "4"
 APP = AppSpec(

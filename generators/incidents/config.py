@@ -31,12 +31,46 @@ class Tier:
     ticket: bool  # a user's ticket names one failing pair far from the cause
     composed: bool  # at least one masking pair or a distant symptom, proven live
     intent_only: int  # at least this many faults that lose no flow (intent or closed only)
+    # A detect query that is not healthy holds `detect_faults` faults, none composed (no
+    # ticket is shown, no fix is asked): with several flow-losing faults one ping would
+    # tell; with `detect_silent`, every one of them loses no flow, so only auditing the
+    # stated intent (paths, ECMP, VRRP, what stays closed) tells it from a healthy one.
+    detect_faults: tuple[int, int]
+    detect_silent: bool
 
 
 TIERS = {
-    6: Tier(6, (1, 1), (0, 0), ("small", "medium"), 30, 192 * KIB, "pairs", False, False, 0),
-    7: Tier(7, (2, 3), (1, 1), ("medium", "large"), 40, 256 * KIB, "counts", True, True, 0),
-    8: Tier(8, (3, 4), (1, 2), ("large", "xlarge"), 50, 320 * KIB, "counts", True, True, 1),
+    6: Tier(
+        6,
+        (1, 1),
+        (0, 0),
+        ("small", "medium"),
+        30,
+        192 * KIB,
+        "pairs",
+        False,
+        False,
+        0,
+        (1, 1),
+        False,
+    ),
+    7: Tier(
+        7,
+        (2, 3),
+        (1, 1),
+        ("medium", "large"),
+        40,
+        256 * KIB,
+        "counts",
+        True,
+        True,
+        0,
+        (1, 2),
+        False,
+    ),
+    8: Tier(
+        8, (3, 4), (1, 2), ("large", "xlarge"), 50, 320 * KIB, "counts", True, True, 1, (1, 2), True
+    ),
 }
 
 

@@ -17,8 +17,10 @@ of faults:
     any lab work (it could never be composed);
   - at level 8, at least one intent-only kind (it loses no flow: the verdict's intent or
     closed checks see it);
-  - in a detect query, intent-only kinds weigh twice: "everything pings" is what they
-    defeat.
+  - a detect query draws the tier's `detect_faults` instead, never composed (it shows no
+    ticket and asks no fix), and at level 8 only intent-only kinds (`detect_silent`):
+    several flow-losing faults are one ping away, and "does the network meet its intent"
+    is then only a question about pings; below that, intent-only kinds weigh twice.
 Nothing here touches a lab: whether the draw does what it claims is validate.py's proof.
 
 The key is what the agent must find: the task (when not mitigate), the lab, and each
@@ -29,6 +31,7 @@ numbers its injection chose: a hello interval of 7 s and one of 9 s are one quer
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -180,9 +183,11 @@ def draw(
     pool = fault_kinds(spec, allowed)
     if not pool:
         return f"{spec.name}: no allowed fault kind is drawn on {spec.family} labs"
-    count = rng.randint(*tier.faults)
+    detect = task == "detect"
+    count = rng.randint(*(tier.detect_faults if detect else tier.faults))
+    silent = count if detect and tier.detect_silent else tier.intent_only
     faults: list[Fault] = []
-    if tier.composed:
+    if tier.composed and not detect:
         distant = tickets.may_be_distant(spec)
         faults += _masking_pair(spec, pool, taken, rng, count, distant)
         if not faults and not distant:
@@ -193,7 +198,7 @@ def draw(
     for _ in range(KIND_TRIES):
         if len(faults) >= count:
             break
-        need = tier.intent_only - sum(intent_only(catalogue.kind(f.kind)) for f in faults)
+        need = silent - sum(intent_only(catalogue.kind(f.kind)) for f in faults)
         left = [k for k in pool if k.id not in taken.kinds]
         if need > 0 and any(intent_only(k) for k in left):
             left = [k for k in left if intent_only(k)]
@@ -206,16 +211,26 @@ def draw(
             faults.append(fault)
     if len(faults) < count:
         return f"{spec.name}: room for {len(faults)} of {count} faults of the allowed kinds"
-    if sum(intent_only(catalogue.kind(f.kind)) for f in faults) < tier.intent_only:
-        return f"{spec.name}: no intent-only fault kind could be placed"
+    if sum(intent_only(catalogue.kind(f.kind)) for f in faults) < silent:
+        return f"{spec.name}: room for fewer than {silent} intent-only faults"
     return Drawn(spec, tuple(faults), tuple(benign), task)
 
 
 def _weighted(
     rng: random.Random, kinds: list[FaultKind], weights: Mapping[str, float] | None, task: str
 ) -> FaultKind:
-    if task == "detect" and weights is None:
-        weights = {k.id: 2.0 for k in kinds if intent_only(k)}
+    if weights is None:
+        if task == "detect":
+            weights = {k.id: 2.0 for k in kinds if intent_only(k)}
+        # a group's kinds share one kind's weight (kinds.FaultKind.group): the security
+        # policy's four would otherwise be most of level 8's intent-only draws; no group
+        # among `kinds` leaves the weights, and so every earlier draw, as they were
+        groups = Counter(k.group for k in kinds if k.group)
+        if groups:
+            weights = dict(weights or {})
+            for k in kinds:
+                if k.group:
+                    weights[k.id] = weights.get(k.id, 1.0) / groups[k.group]
     return weighted_choice(rng, kinds, weights, label=lambda k: k.id)
 
 

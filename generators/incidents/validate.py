@@ -14,7 +14,8 @@ extended to the catalogue, on the lab restored to healthy:
      them; of a masked one, what it changed, at least one of its evidence: the symptoms
      the rest shows are what its masker hides), read through the read-only sandbox a
      diagnosis uses;
-  3. levels 7-8: a ticket exists, and the query is composed: a masking pair is proven (B
+  3. levels 7-8, mitigate and localize: a ticket exists, and the query is composed (a
+     detect query shows no ticket and asks no fix): a masking pair is proven (B
      alone shows nothing A alone does not, and after A's fix, with B still in, B's
      signature shows) or the ticket is a distant symptom (DISTANT hops from every cause);
   4. the oracle's fixes, maskers first, through the agent's sandbox: each runs cleanly,
@@ -155,7 +156,8 @@ def _validate(
     looks, looked_bytes = _evidence_replies(lab, drawn.faults)
     clock["together_s"] = time.perf_counter() - tick
     ticket = None
-    if tier.ticket:
+    composed = tier.composed and drawn.task != "detect"  # detect: no ticket, no fix asked
+    if tier.ticket and drawn.task != "detect":
         causes = [f.cause.device for f in drawn.faults]
         ticket = tickets.choose(drawn.spec, together.violations, causes, rng)
         if ticket is None:
@@ -163,7 +165,7 @@ def _validate(
     order = _order(drawn.faults)
     far = ticket.distance if ticket else 0
     near = far < DISTANT[drawn.spec.size]
-    if tier.composed and near and not _may_mask(order):
+    if composed and near and not _may_mask(order):
         # decided before the oracle and the single faults, the costly part of a draw
         return f"composition: no masking pair proven and the ticket is {far} hops from a cause"
     tick = time.perf_counter()
@@ -180,7 +182,7 @@ def _validate(
         signatures = singles
     clock["singles_s"] = time.perf_counter() - tick
     masking = _masking(order, fixed, signatures)
-    if tier.composed and not masking and near:
+    if composed and not masking and near:
         why = _unproven(order, fixed, signatures)
         return (
             f"composition: no masking pair proven ({why}) and the ticket is {far} hops from a cause"

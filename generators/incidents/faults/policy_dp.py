@@ -155,7 +155,7 @@ for _name, _draw, _meaning in (
      "a router's security policy closes its echo service over UDP only, TCP is open"),
 ):  # fmt: skip
     define("dataplane", _name, _meaning, INPUT, _draw, topologies=h.ALL, checks=("closed",),
-           sizes=security.SIZES)  # fmt: skip
+           sizes=security.SIZES, group="security_policy")  # fmt: skip
 define(
     "dataplane", "noc_echo_allowed",
     "a router answers its echo service to one named NOC host above the security policy, "
