@@ -18,7 +18,11 @@ from pipeline.api import AppSpec, BenchSpec
 # a faulty detect query holds 1-2 faults (level 6: 1), never composed, only intent-only
 # ones at level 8; the localize prompt says how many problems there may be (as mitigate's),
 # the detect prompt what a faulty network of its tier may differ in.
-APP_VERSION = "3"
+# 4: large and xlarge labs carry a standing security policy (faults/security.py: every
+#    router's INPUT rejects TCP/UDP port 7 from the LANs), stated in the prompt and checked
+#    by closed probes; four silent fault kinds and one benign anomaly on it (policy_dp.py);
+#    level 8 now draws chain and ISP labs too. Small and medium labs are unchanged.
+APP_VERSION = "4"
 APP = AppSpec(
     kind="incidents",
     app=".app:IncidentsApp",

@@ -62,14 +62,16 @@ class IncidentsApp:
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
 
     def vocabulary(self, level: int) -> Vocabulary:
-        """Every fault kind the config can draw, whatever the lab: the localize prompt
-        lists them all (README: Task kinds)."""
+        """Every fault kind the config can draw at `level`, whatever the lab: the
+        localize prompt lists them all (README: Task kinds). A kind bound to lab sizes
+        (the security policy's, large and xlarge labs) only where the level draws them."""
         allowed = selected(self.cfg.faults) if self.cfg.faults is not None else None
+        sizes = set(self.cfg.sizes(level))
         return Vocabulary(
             tuple(
                 Label(k.id, k.meaning, k.component)
                 for k in catalogue.kinds()
-                if allowed is None or k.id in allowed
+                if (allowed is None or k.id in allowed) and (k.sizes is None or k.sizes & sizes)
             )
         )
 

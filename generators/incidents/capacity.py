@@ -38,7 +38,7 @@ def _count(cfg: IncidentsConfig, level: int) -> Capacity:
     tier = TIERS[level]
     allowed = selected(cfg.faults) if cfg.faults is not None else None
     keys: dict[str, str] = {}
-    for family in tier_families(tier, cfg.families(), allowed):
+    for family in tier_families(tier, cfg.families(), allowed, cfg.sizes(level)):
         for size in cfg.sizes(level):
             for variant in range(VARIANTS):
                 lab = spec(family, size, variant)

@@ -15,6 +15,7 @@ from generators.incidents.faults import kinds as catalogue
 README = Path(__file__).with_name("README.md")
 BEGIN, END = "<!-- kinds:begin (catalogue_doc.py) -->", "<!-- kinds:end -->"
 FAMILIES = ("chain", "ring", "mesh", "leafspine", "campus", "isp")
+SIZES = ("small", "medium", "large", "xlarge")
 
 
 def table() -> str:
@@ -26,6 +27,8 @@ def table() -> str:
         labs = "all" if set(kind.topologies) >= set(FAMILIES) else ", ".join(
             f for f in FAMILIES if f in kind.topologies
         )  # fmt: skip
+        if kind.sizes is not None:  # the security policy's kinds: where the policy is
+            labs += f" ({', '.join(s for s in SIZES if s in kind.sizes)} labs)"
         rows.append(
             f"| `{kind.id}`{' (benign)' if kind.benign else ''} | {kind.family} | "
             f"{kind.meaning} | {kind.component} | {', '.join(sorted(kind.checks))} | "

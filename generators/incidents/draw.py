@@ -31,6 +31,7 @@ numbers its injection chose: a hello interval of 7 s and one of 9 s are one quer
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -88,19 +89,30 @@ def intent_only(kind: FaultKind) -> bool:
 
 
 def fault_kinds(spec: NetSpec, allowed: frozenset[str] | None) -> list[FaultKind]:
-    return fault_kinds_of(spec.family, allowed)
+    return fault_kinds_of(spec.family, allowed, spec.size)
 
 
 def tier_families(
-    tier: Tier, families: tuple[str, ...], allowed: frozenset[str] | None
+    tier: Tier,
+    families: tuple[str, ...],
+    allowed: frozenset[str] | None,
+    sizes: tuple[str, ...] | None = None,
 ) -> tuple[str, ...]:
     """The lab families a tier draws on: at a tier that asks for intent-only faults (L8),
-    only families where an allowed kind loses no flow (chain and ISP labs have none: every
-    OSPF or BGP fault there costs a flow, no path or VRRP intent can move); all of
-    `families` when none has one, so the draw says why it fails."""
+    only families where an allowed kind loses no flow (on chain and ISP labs only the
+    security policy's kinds do: every OSPF or BGP fault there costs a flow, no path or
+    VRRP intent can move; `app.faults` without them leaves those families out); all of
+    `families` when none has one, so the draw says why it fails. `sizes`: the lab sizes
+    drawn (the tier's, or `app.size`): small chain labs hold no policy, hence no such kind."""
     if tier.intent_only == 0:
         return families
-    kept = tuple(f for f in families if any(intent_only(k) for k in fault_kinds_of(f, allowed)))
+    kept = tuple(
+        f
+        for f in families
+        if any(
+            intent_only(k) for size in sizes or (None,) for k in fault_kinds_of(f, allowed, size)
+        )
+    )
     return kept or families
 
 
@@ -116,16 +128,20 @@ def holds_intent_only(spec: NetSpec, allowed: frozenset[str] | None) -> bool:
     )
 
 
-def fault_kinds_of(family: str, allowed: frozenset[str] | None) -> list[FaultKind]:
+def fault_kinds_of(
+    family: str, allowed: frozenset[str] | None, size: str | None = None
+) -> list[FaultKind]:
+    """The allowed kinds drawn on `family` (at `size`, when given: the security policy's
+    kinds only where large and xlarge labs carry it)."""
     return [
         k
         for k in catalogue.kinds()
-        if family in k.topologies and (allowed is None or k.id in allowed)
+        if k.drawn_on(family, size) and (allowed is None or k.id in allowed)
     ]
 
 
 def benign_kinds(spec: NetSpec) -> list[FaultKind]:
-    return [k for k in catalogue.kinds(benign=True) if spec.family in k.topologies]
+    return [k for k in catalogue.kinds(benign=True) if k.drawn_on(spec.family, spec.size)]
 
 
 def benign_range(tier: Tier, task: str) -> tuple[int, int]:
@@ -203,8 +219,18 @@ def draw(
 def _weighted(
     rng: random.Random, kinds: list[FaultKind], weights: Mapping[str, float] | None, task: str
 ) -> FaultKind:
-    if task == "detect" and weights is None:
-        weights = {k.id: 2.0 for k in kinds if intent_only(k)}
+    if weights is None:
+        if task == "detect":
+            weights = {k.id: 2.0 for k in kinds if intent_only(k)}
+        # a group's kinds share one kind's weight (kinds.FaultKind.group): the security
+        # policy's four would otherwise be most of level 8's intent-only draws; no group
+        # among `kinds` leaves the weights, and so every earlier draw, as they were
+        groups = Counter(k.group for k in kinds if k.group)
+        if groups:
+            weights = dict(weights or {})
+            for k in kinds:
+                if k.group:
+                    weights[k.id] = weights.get(k.id, 1.0) / groups[k.group]
     return weighted_choice(rng, kinds, weights, label=lambda k: k.id)
 
 

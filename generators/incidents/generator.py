@@ -75,7 +75,7 @@ class IncidentsGenerator:
     ) -> Iterator[Query]:
         tier = TIERS[level]
         allowed = selected(self.cfg.faults) if self.cfg.faults is not None else None
-        families = tier_families(tier, self.cfg.families(), allowed)
+        families = tier_families(tier, self.cfg.families(), allowed, self.cfg.sizes(level))
         pairs = lab_cycle(families, self.cfg.sizes(level), level, seed)
         cap = StratumCap()
         capacity = self._capacity

@@ -16,6 +16,8 @@ What the data-plane and services kinds need beyond generators/netlab's lab:
   - VRRP (campus): keepalived on both routers of every distribution pair, one group per
     VLAN (VRID = the VLAN id, VIP .254, priority 150 on the `a` router, 100 on `b`,
     preemption on); the VLAN's hosts route through the VIP.
+  - the security policy (large and xlarge labs, faults/security.py): every router's INPUT chain
+    rejects TCP and UDP port 7 from the LANs.
 Names: the uplink is `<edge>-eth<k>` (the router's next free port number), domain `x1`.
 The daemons run in their jails (daemons.py); svcctl reaches them through `services`.
 """
@@ -47,6 +49,7 @@ from generators.incidents.edge import (
     internet_hosts,
     vrrp_gateways,
 )  # fmt: skip
+from generators.incidents.faults import security
 from generators.incidents.svcconf import DNSMASQ_FIXED, Config
 from generators.netlab.live import NetLab
 from generators.netlab.spec import Lan, NetSpec
@@ -107,6 +110,9 @@ class IncidentLab(NetLab):
         self.gateways = vrrp_gateways(spec) if services else {}
         self.services: Services | None = None
         self.healthy: dict[tuple[str, str], Config] = {}
+        self._policy_routers = (
+            frozenset(r.name for r in spec.routers) if security.applies(spec) else frozenset()
+        )
 
     # -- what the lab is made of ---------------------------------------------------------
     def lab_model(self) -> Lab:
@@ -126,6 +132,10 @@ class IncidentLab(NetLab):
         if device.name in self.gateways:
             route = ("ip", "route", "add", "default", "via", self.gateways[device.name])
             return dataclasses.replace(device, startup=(route,))
+        if device.name in self._policy_routers:
+            # large and xlarge labs: the standing security policy (faults/security.py), built in
+            # at start so the kernel snapshot holds it and every reset restores it
+            device = dataclasses.replace(device, startup=(*device.startup, *security.startup()))
         edge = self.edge
         if edge is None or device.name != edge.router:
             return device

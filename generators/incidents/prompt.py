@@ -28,6 +28,7 @@ from generators.incidents.edge import (
     dns_name,
     edge_of,
 )
+from generators.incidents.faults import security
 from generators.incidents.faults.kinds import Fault
 from generators.incidents.lab import host_lans
 from generators.lab.pool import CommandConfig
@@ -124,7 +125,7 @@ def prompt(
         "policy-routing rules or packet filters beyond those stated; "
         f"{LARGE:,}-byte packets with DF cross the network.",
         "",
-        _task(tier, task, vocabulary),
+        _task(tier, task, vocabulary, policy=security.applies(spec)),
     ]
     if ticket:
         parts += ["", ticket]
@@ -136,7 +137,7 @@ def prompt(
 
 def lab_intent(spec: NetSpec) -> list[str]:
     """The intent of what the incidents lab adds to its NetSpec (generators/incidents/
-    lab.py): the internet edge, the names, the VRRP gateways."""
+    lab.py): the internet edge, the names, the VRRP gateways, the security policy."""
     out = []
     edge = edge_of(spec)
     nssa = "(those of NSSA areas excepted) " if any(a.kind == "nssa" for a in spec.areas) else ""
@@ -168,10 +169,10 @@ def lab_intent(spec: NetSpec) -> list[str]:
             f"VLAN id, held by the pair's master (priority {MASTER_PRIORITY}; the backup "
             f"{BACKUP_PRIORITY}, preempting): " + ", ".join(f"{m} over {b}" for m, b in pairs) + "."
         )
-    return out
+    return [*out, *security.intent_lines(spec)]
 
 
-def _task(tier: Tier, task: str, vocabulary: Vocabulary | None) -> str:
+def _task(tier: Tier, task: str, vocabulary: Vocabulary | None, *, policy: bool = False) -> str:
     count = (
         "There is one problem."
         if tier.faults == (1, 1)
@@ -193,12 +194,13 @@ def _task(tier: Tier, task: str, vocabulary: Vocabulary | None) -> str:
         else:
             scope = "If anything is wrong, it may be anything the intent states."
         return task_text(task, vocabulary).replace("right now.", f"right now. {scope}", 1)
+    policy_check = "the security policy (what it closes stays closed), " if policy else ""
     return (
         "Task: something is wrong: the network does not meet its intent. Find every "
         "problem and fix it, so that every check holds: every host pair over ICMP, TCP "
         "and UDP (echo on port 7), large packets, the protocol state and paths stated, "
-        f"and nothing configured beyond what is stated. {count} Never change what the "
-        "intent marks 'By design' "
+        f"{policy_check}and nothing configured beyond what is stated. {count} Never change "
+        "what the intent marks 'By design' "
         "(that is unsafe), and never break what works."
     )
 

@@ -5,10 +5,11 @@
 lab, lets it settle and reads it: that reading is the query's golden state (verdict.py),
 from which the large-packet pairs are chosen; then it reads again with every check in
 place and requires the healthy network with its anomalies to meet the intent in full (a
-lab that does not, or an anomaly that is not seen, is an invalid draw). `inject()` applies
-the faults. `after_change()` is what follows a step that may have changed something: the
-routing state settles (STEP_WINDOW_S quiet), and when every check then passes, or a
-violation appeared that the state before the step lacked, it settles again over
+lab that does not, or an anomaly that is not seen, is an invalid draw); the checks hold
+the security policy's closed probes where the lab carries it (faults/security.py).
+`inject()` applies the faults. `after_change()` is what follows a step that may have
+changed something: the routing state settles (STEP_WINDOW_S quiet), and when every check
+then passes, or a violation appeared that the state before the step lacked, it settles again over
 FINAL_WINDOW_S (longer than the OSPF dead and BGP hold intervals) and is read again, so a
 state counts as repaired, or as broken by the step, only if it lasts; `final()` waits the
 long window first (the state after an injection, or the end of an episode).
@@ -20,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from generators.incidents.checks import Checks
+from generators.incidents.faults import security
 from generators.incidents.faults.kinds import Fault
 from generators.incidents.labs import LiveLab
 from generators.incidents.reading import large_pairs, read
@@ -83,7 +85,7 @@ class Session:
             Golden.of(golden_read, routers),
             tuple(str(i) for i in range(len(self.benign))),
         )
-        probes = large_pairs(self.intent, golden_read)
+        probes = large_pairs(self.intent, golden_read) + security.probes(self.lab.spec)
         probes += [p for f in (*self.benign, *self.faults) for p in f.probes]
         evidence = {str(i): b.evidence for i, b in enumerate(self.benign)}
         self.checks = Checks.of(probes, evidence, self.lab.dns())

@@ -3,11 +3,12 @@
 A ticket names one violation of the faulty network as a user or a monitoring system would
 report it: a host pair that does not answer (preferred: what users feel), large packets
 that stall, a name that does not resolve, and where no flow is lost, a path or ECMP intent
-or an adjacency that monitoring flags. Among the candidates it takes the one whose
-endpoints are farthest, in router hops, from every fault's device (`distance`), so the
-agent starts from a symptom and has to find the cause; ties go to the first in sorted
-order, so the same network gives the same ticket. The wording is drawn from the query's own
-stream among a few phrasings, so tickets of one lab and pair still read differently.
+or an adjacency that monitoring flags; last, a flow a security audit finds open. Among the
+candidates it takes the one whose endpoints are farthest, in router hops, from every
+fault's device (`distance`), so the agent starts from a symptom and has to find the cause;
+ties go to the first in sorted order, so the same network gives the same ticket. The
+wording is drawn from the query's own stream among a few phrasings, so tickets of one lab
+and pair still read differently.
 """
 
 from __future__ import annotations
@@ -19,9 +20,12 @@ from dataclasses import dataclass
 
 from generators.netlab.spec import NetSpec
 
-PREFERENCE = ("works:icmp", "works:tcp", "works:udp", "works:large", "works:name", "closed",
+# A closed flow comes last: the security policy's open flows (faults/security.py) end on
+# the faulty router itself, so such a ticket would point at a fault that is silent by
+# design; it is the ticket only when nothing else is reported.
+PREFERENCE = ("works:icmp", "works:tcp", "works:udp", "works:large", "works:name",
               "intent:path", "intent:ecmp", "intent:adjacency", "intent:session",
-              "intent:route")  # fmt: skip
+              "intent:route", "closed")  # fmt: skip
 
 
 DISTANT = {"small": 2, "medium": 3, "large": 3, "xlarge": 3}  # hops of a distant symptom

@@ -16,5 +16,6 @@ import generators.incidents.faults.l2  # noqa: F401
 import generators.incidents.faults.ospf  # noqa: F401
 import generators.incidents.faults.ospf_paths  # noqa: F401
 import generators.incidents.faults.ospf_process  # noqa: F401
+import generators.incidents.faults.policy_dp  # noqa: F401
 import generators.incidents.faults.routing_benign  # noqa: F401
 import generators.incidents.faults.services  # noqa: F401

@@ -204,6 +204,18 @@ class FaultKind:
     draw: Draw
     masks: tuple[str, ...] = ()  # kinds it can hide when drawn on the same element
     benign: bool = False  # a benign anomaly: intended, documented, must stay
+    # the lab sizes it can be drawn on; None: every size (the security policy's kinds
+    # exist only where the policy does: large and xlarge labs, faults/security.py)
+    sizes: frozenset[str] | None = None
+    # kinds that vary one mistake (the security policy's four): together they weigh as one
+    # kind in a draw, so one check does not answer most of a tier; "": a group of its own
+    group: str = ""
+
+    def drawn_on(self, family: str, size: str | None = None) -> bool:
+        """Whether it can be drawn on a lab of `family` (and `size`, when given)."""
+        return family in self.topologies and (
+            size is None or self.sizes is None or size in self.sizes
+        )
 
 
 _KINDS: dict[str, FaultKind] = {}
@@ -234,12 +246,15 @@ def define(
     checks: Iterable[str],
     masks: Iterable[str] = (),
     benign: bool = False,
+    sizes: Iterable[str] | None = None,
+    group: str = "",
 ) -> FaultKind:
     """Register the kind `<family>.<name>`: how every family module declares its kinds."""
     return register(
         FaultKind(
             f"{family}.{name}", family, meaning, component, frozenset(topologies),
             frozenset(checks), draw, tuple(masks), benign,
+            frozenset(sizes) if sizes is not None else None, group,
         )
     )  # fmt: skip
 
