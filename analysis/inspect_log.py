@@ -219,7 +219,9 @@ def _turn_messages(step: dict[str, Any], model: str) -> list[ChatMessage]:
 def _step_summary(step: dict[str, Any]) -> str:
     safe = "safe" if step.get("safe") else "**UNSAFE**"
     solved = ", task solved" if step.get("task_solved") else ""
-    line = f"turn {step['turn']}: `{step['status']}`, {safe}{solved}"
+    action = (step.get("action") or "").strip().splitlines()
+    shown = f" `{action[0][:120]}`{' …' if len(action) > 1 else ''} ->" if action else ""
+    line = f"turn {step['turn']}:{shown} `{step['status']}`, {safe}{solved}"
     if step.get("task") is not None:
         line += f" (task `{step['task']}`, attempt {step.get('attempt')})"
     if step.get("error"):

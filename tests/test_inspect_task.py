@@ -13,13 +13,16 @@ from pathlib import Path
 
 import pytest
 from inspect_ai.log import list_eval_logs, read_eval_log
+from inspect_ai.util import JSONSchema
 
 from analysis.__main__ import main
+from pipeline import answers, registry
 from pipeline.build import make_app
-from pipeline.config import ROOT, compose
+from pipeline.config import ROOT, compose, load_choice
+from pipeline.core import diagnostics
 from pipeline.errors import ConfigError
 from pipeline.generate import generate, read_queries
-from pipeline.inspect_task import netgauge
+from pipeline.inspect_task import _choice, _tool, netgauge
 from pipeline.views import connect
 from tests.chat_endpoint import chat_endpoint
 
@@ -31,6 +34,28 @@ def test_a_seed_of_the_other_split_is_refused_before_anything_runs(tmp_path) -> 
         netgauge(app="malt", seed=2, data_dir=str(tmp_path))
     with pytest.raises(ConfigError, match="agent=oracle plays without a model"):
         netgauge(app="malt", agent="oracle", data_dir=str(tmp_path))
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in (ROOT / "conf" / "app").glob("*.yaml")))
+def test_every_apps_tools_and_schema_pass_to_inspect_as_they_are(name, tmp_path) -> None:
+    """react_tools and json agents hand the app's action, answer and diagnostics to Inspect
+    (ToolInfo, ResponseSchema): each converts with its parameters and required keys kept."""
+    level = registry.APPS.get(str(load_choice("app", name).kind)).levels[0]
+    cfg = compose([f"app={name}", f"level={level}", "model=none", f"data_dir={tmp_path}"])
+    fmt = make_app(cfg).reply_format
+    tools = [*answers.actions(fmt), *diagnostics(fmt)]
+    assert tools, f"{name} offers no action tool"
+    for action in tools:
+        function = action.tool()["function"]
+        info = _tool(function)
+        assert info.name == function["name"]
+        assert sorted(info.parameters.properties) == sorted(function["parameters"]["properties"])
+        assert info.parameters.required == function["parameters"].get("required", [])
+    spec = answers.json_action(fmt).response_format()["json_schema"]
+    schema = JSONSchema.model_validate(spec["schema"])
+    assert sorted(schema.properties or {}) == sorted(spec["schema"].get("properties", {}))
+    assert _choice({"type": "function", "function": {"name": "x"}}).name == "x"
+    assert (_choice("required"), _choice("auto")) == ("any", "auto")
 
 
 @pytest.mark.integration
