@@ -7,6 +7,8 @@ python -m analysis report --grid smoke               # what `snakemake report` r
 python -m analysis tables
 python -m analysis questions                         # the SQL files of analysis/sql/
 python -m analysis ask paired_outcomes -p app=malt -p model_a=none -p agent_a=oracle ...
+python -m analysis export-inspect --where "app = 'malt'" --out logs/   # then `inspect view`
+python -m analysis import-inspect logs/*.eval    # `inspect eval pipeline/inspect_task.py` logs
 """
 
 from __future__ import annotations
@@ -53,6 +55,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     p_ask.add_argument("--grid", help="only the cells of this grid (needs its plan file)")
     p_ask.add_argument("--csv", action="store_true", help="print CSV instead of a table")
+    p_inspect = sub.add_parser(
+        "export-inspect",
+        help="episodes as Inspect logs (one .eval file per cell) for `inspect view`",
+        description="Write the episodes matching --where as inspect_ai logs, one .eval file "
+        "per cell, with inspect_ai's own writer; then `inspect view --log-dir OUT`.",
+    )
+    p_inspect.add_argument(
+        "--where", help="DuckDB condition over `episodes`, e.g. \"app = 'malt' AND NOT correct\""
+    )
+    p_inspect.add_argument("--out", required=True, help="folder of the .eval files")
+    p_import = sub.add_parser(
+        "import-inspect",
+        help="logs of `inspect eval pipeline/inspect_task.py@netgauge` into the tables",
+        description="Write the episodes of Inspect logs made by NetGauge's Inspect task into "
+        "the data directory's episodes, steps, calls and cells shards (one cell per app, "
+        "Inspect model, agent, level, seed, count and variant).",
+    )
+    p_import.add_argument("logs", nargs="+", help=".eval (or .json) log files")
     args = parser.parse_args(argv)
     try:
         return _dispatch(args)
@@ -75,6 +95,18 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _ask(args)
     if args.command in ("summarize", "report"):
         return _write(args)
+    if args.command == "export-inspect":
+        from analysis.inspect_log import export_inspect  # inspect_ai takes 1 s to import
+
+        for path in export_inspect(args.data_dir, args.where, args.out):
+            print(path)
+        return 0
+    if args.command == "import-inspect":
+        from analysis.inspect_log import import_inspect
+
+        for cell in import_inspect(args.logs, args.data_dir):
+            print(f"{cell.part}: imported")
+        return 0
 
     if args.command == "summary":
         cells = None

@@ -45,7 +45,6 @@ def score(cfg: DictConfig) -> tuple[Path, Path, Path, Path]:
     """Score the cell's transcripts; write its episodes, steps, calls and cells shards."""
     app = make_app(cfg)
     cell = cell_from_config(cfg)
-    columns = cell.columns()
     paths = layout(cfg)
     digest = run_hash(cfg)
     queries = read_queries(paths.queries(cell), limit=cfg.queries)
@@ -61,24 +60,12 @@ def score(cfg: DictConfig) -> tuple[Path, Path, Path, Path]:
     episodes, steps, calls = [], [], []
     version = code_version()
     for query in tqdm(queries, desc=f"score {cell.part}", unit="ep"):
-        rows = sorted(by_query[query.query_id], key=lambda r: r["turn"])
-        verdict = judge(app, query, [_step(r) for r in rows])
-        if len(verdict.step_safe) != len(rows):
-            raise DataError(
-                f"app '{cell.app}' scored {query.query_id} with {len(verdict.step_safe)} "
-                f"step verdicts for {len(rows)} steps"
-            )
-        tasks = task_steps(cell.app, query, rows, verdict)
-        episodes.append(
-            {"query_id": query.query_id, **columns, "app_variant": cell.app_variant}
-            | {"query_key": query.key or None}
-            | {"size": query.size, "task": query.task}
-            | _episode_row(query.operation, query.answer_type, rows, verdict, digest, version)
-            | _task_counts(cell.app, query, verdict)
+        episode, step_rows, call_rows = episode_records(
+            app, cell, query, by_query[query.query_id], digest, version
         )
-        for row, safe, task in zip(rows, verdict.step_safe, tasks, strict=True):
-            steps.append(_step_row(row, columns, safe, task))
-            calls.extend(_call_rows(row, columns, task))
+        episodes.append(episode)
+        steps += step_rows
+        calls += call_rows
     out = paths.episodes(cell), paths.steps(cell), paths.calls(cell), paths.cells(cell)
     write_shard(
         "cells", to_table("cells", [cell_row(cfg, cell, digest)]), out[3], config_hash=digest
@@ -87,6 +74,34 @@ def score(cfg: DictConfig) -> tuple[Path, Path, Path, Path]:
     write_shard("steps", to_table("steps", steps), out[1], config_hash=digest)
     write_shard("episodes", to_table("episodes", episodes), out[0], config_hash=digest)
     return out
+
+
+def episode_records(
+    app: App, cell: Cell, query: Query, rows: list[dict[str, Any]], digest: str, version: str
+) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+    """One episode's rows of `episodes`, `steps` and `calls`, judged from its transcript
+    rows (the score stage's, and an Inspect task's scorer: pipeline/inspect_task.py)."""
+    columns = cell.columns()
+    rows = sorted(rows, key=lambda r: r["turn"])
+    verdict = judge(app, query, [_step(r) for r in rows])
+    if len(verdict.step_safe) != len(rows):
+        raise DataError(
+            f"app '{cell.app}' scored {query.query_id} with {len(verdict.step_safe)} "
+            f"step verdicts for {len(rows)} steps"
+        )
+    tasks = task_steps(cell.app, query, rows, verdict)
+    episode = (
+        {"query_id": query.query_id, **columns, "app_variant": cell.app_variant}
+        | {"query_key": query.key or None}
+        | {"size": query.size, "task": query.task}
+        | _episode_row(query.operation, query.answer_type, rows, verdict, digest, version)
+        | _task_counts(cell.app, query, verdict)
+    )
+    steps, calls = [], []
+    for row, safe, task in zip(rows, verdict.step_safe, tasks, strict=True):
+        steps.append(_step_row(row, columns, safe, task))
+        calls.extend(_call_rows(row, columns, task))
+    return episode, steps, calls
 
 
 def cell_row(cfg: DictConfig, cell: Cell, digest: str) -> dict[str, Any]:
