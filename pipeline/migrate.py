@@ -18,6 +18,7 @@ What the columns added since hold in a shard written before them:
     episodes     task "mitigate"; score 1 if correct else 0; answer null; commands, blocked,
                  bytes_read and diagnostics counted from the cell's steps and calls shards
                  (0 when they are missing); turn_budget 0; read_budget null
+    calls        cache null (no response cache then)
 """
 
 from __future__ import annotations

@@ -39,13 +39,14 @@ from pipeline.untrusted import storable
 # `transcripts` and 5 of `episodes` added the task kinds (pipeline/diagnosis.py), the
 # answer and its score, the variety stratum and what each turn showed (bytes, diagnostics,
 # budgets); data directories of the versions before are migrated (pipeline/migrate.py).
+# Version 6 of `calls` added `cache` (the response cache's hit or miss; null before).
 RESULTS = ("episodes", "steps", "calls", "cells")  # tables the score stage writes
 SCHEMA_VERSIONS = {
     "queries": "4",
     "transcripts": "3",
     "episodes": "5",
     "steps": "4",
-    "calls": "5",
+    "calls": "6",
     "cells": "1",
 }
 
@@ -195,6 +196,8 @@ SCHEMAS: dict[str, pa.Schema] = {
             pa.field("request", pa.string(), nullable=False),
             pa.field("response", pa.string(), nullable=False),
             pa.field("dropped_turns", pa.int16(), nullable=False),
+            # "hit" (replayed from the response cache), "miss", null (no cache)
+            pa.field("cache", pa.string()),
         ]
     ),
     "cells": pa.schema(

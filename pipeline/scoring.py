@@ -249,6 +249,7 @@ def _call_rows(
             "request": call.get("request", ""),
             "response": call.get("response", ""),
             "dropped_turns": call.get("dropped_turns", 0),
+            "cache": call.get("cache"),  # absent: no response cache (or written before it)
         }
         for index, call in enumerate(json.loads(row["calls"]))
     ]

@@ -3,7 +3,9 @@
 `ModelPool` opens each model's endpoint once (a managed vLLM server is started on first
 use and stopped when the pool closes, also on error) and hands out `ChatBackend`s whose
 blocking `chat()` runs on the pool's asyncio loop, so episodes on many threads share one
-HTTP client per model and the server batches their requests.
+HTTP client per model and the server batches their requests. A model with `cache: true`
+has its replies cached under the data directory's `cache/responses/`
+(pipeline/serving/cache.py).
 
 Servers are started on a thread of the pool's own, which lives as long as the pool: a
 managed server dies with the thread that started it (PR_SET_PDEATHSIG, so that a killed
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import threading
 from collections.abc import Sequence
@@ -24,11 +27,14 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
+from pipeline.cells import Layout
 from pipeline.errors import ConfigError
 from pipeline.heartbeat import waiting
+from pipeline.serving.cache import ResponseCache
 from pipeline.serving.client import ChatClient, ChatResult, Sampling
 from pipeline.serving.config import VllmModelConfig
 from pipeline.serving.server import open_endpoint
+from pipeline.variants import result_settings
 
 
 class ChatBackend:
@@ -107,9 +113,18 @@ class ModelPool:
                 )
             headers[header] = value
 
+        cache = None
+        if model.cache:  # keyed by every setting that can change a reply
+            settings = result_settings(dataclasses.asdict(model), VllmModelConfig)
+            cache = ResponseCache(Layout(self._data_dir).cache, settings)
+
         async def make() -> ChatClient:
             return ChatClient.for_endpoint(
-                endpoint, sampling=sampling, max_in_flight=model.max_in_flight, headers=headers
+                endpoint,
+                sampling=sampling,
+                max_in_flight=model.max_in_flight,
+                headers=headers,
+                cache=cache,
             )
 
         client = asyncio.run_coroutine_threadsafe(make(), self._loop).result()
