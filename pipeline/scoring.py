@@ -60,6 +60,7 @@ def score(cfg: DictConfig) -> tuple[Path, Path, Path, Path]:
         )
     episodes, steps, calls = [], [], []
     version = code_version()
+    trial = {"trial": int(cfg.get("trial") or 0), "trial_of": variant_of(cfg).trial_of}
     for query in tqdm(queries, desc=f"score {cell.part}", unit="ep"):
         rows = sorted(by_query[query.query_id], key=lambda r: r["turn"])
         verdict = judge(app, query, [_step(r) for r in rows])
@@ -71,6 +72,7 @@ def score(cfg: DictConfig) -> tuple[Path, Path, Path, Path]:
         tasks = task_steps(cell.app, query, rows, verdict)
         episodes.append(
             {"query_id": query.query_id, **columns, "app_variant": cell.app_variant}
+            | trial
             | {"query_key": query.key or None}
             | {"size": query.size, "task": query.task}
             | _episode_row(query.operation, query.answer_type, rows, verdict, digest, version)

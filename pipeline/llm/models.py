@@ -41,16 +41,23 @@ class ChatBackend:
     """Blocking access to one model, safe to call from any thread."""
 
     def __init__(
-        self, client: ChatClient, loop: asyncio.AbstractEventLoop, name: str, context: int
+        self,
+        client: ChatClient,
+        loop: asyncio.AbstractEventLoop,
+        name: str,
+        context: int,
+        sampling: Sampling | None = None,
     ) -> None:
         self._client = client
         self._loop = loop
         self.name = name
         self.context = context  # tokens the model takes per request (prompt and reply)
-        self.max_reply = client.sampling.max_tokens
+        self.sampling = sampling or client.sampling
+        self.max_reply = self.sampling.max_tokens
 
     def chat(self, messages: Sequence[dict[str, str]], **options: Any) -> ChatResult:
         """One completion; `options` are ChatClient.chat's (response_format, tools, ...)."""
+        options.setdefault("sampling", self.sampling)
         future = asyncio.run_coroutine_threadsafe(
             self._client.chat(messages, **options), self._loop
         )
@@ -64,7 +71,8 @@ class ModelPool:
     def __init__(self, data_dir: str | Path) -> None:
         self._data_dir = Path(data_dir)
         self._stack = contextlib.ExitStack()
-        self._backends: dict[str, ChatBackend] = {}
+        self._opened: dict[str, ChatClient] = {}  # model name -> its endpoint's client
+        self._backends: dict[tuple[str, Sampling], ChatBackend] = {}
         self._clients: list[ChatClient] = []
         self._lock = threading.Lock()
         self._loop = asyncio.new_event_loop()
@@ -87,16 +95,28 @@ class ModelPool:
             self._starter.shutdown()  # only now: its thread's end would stop them too
 
     def backend(self, cfg: Any) -> ChatBackend:
-        """The backend of a model config (a VllmModelConfig or its DictConfig)."""
+        """The backend of a model config (a VllmModelConfig or its DictConfig). Configs of
+        one model name share its endpoint and client (the first one's settings open it);
+        each sampling (temperature, max_tokens, seed: a trial's seed, pipeline/trials.py)
+        gets a backend of its own that sends it with every request."""
         model: VllmModelConfig = (
             cfg if isinstance(cfg, VllmModelConfig) else (OmegaConf.to_object(cfg))
         )
+        sampling = Sampling(
+            temperature=model.temperature, max_tokens=model.max_tokens, seed=model.seed
+        )
         with self._lock:
-            if model.name not in self._backends:
-                self._backends[model.name] = self._open(model)
-            return self._backends[model.name]
+            if model.name not in self._opened:
+                self._opened[model.name] = self._open(model)
+            key = (model.name, sampling)
+            if key not in self._backends:
+                client = self._opened[model.name]
+                self._backends[key] = ChatBackend(
+                    client, self._loop, model.name, model.max_model_len, sampling
+                )
+            return self._backends[key]
 
-    def _open(self, model: VllmModelConfig) -> ChatBackend:
+    def _open(self, model: VllmModelConfig) -> ChatClient:
         endpoint = self._starter.submit(
             self._stack.enter_context, open_endpoint(model, self._data_dir)
         ).result()
@@ -129,4 +149,4 @@ class ModelPool:
 
         client = asyncio.run_coroutine_threadsafe(make(), self._loop).result()
         self._clients.append(client)
-        return ChatBackend(client, self._loop, model.name, model.max_model_len)
+        return client
