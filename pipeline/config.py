@@ -382,13 +382,13 @@ def variant_overrides(entry: Any, where: str) -> tuple[str, ...]:
         raise ConfigError(f"{where} {entry!r} must be a list of overrides like app.max_turns=5")
     for item in entry:
         key, sep, _ = item.partition("=")
-        if (key == "allow_repeats" or key.startswith("focus.")) and sep:
-            continue
+        if (key in ("allow_repeats", "trial") or key.startswith("focus.")) and sep:
+            continue  # trial: a repeated trial's (pipeline/trials.py)
         if not sep or key.split(".")[0] not in VARIANT_GROUPS or "." not in key:
             raise ConfigError(
                 f"{where}: {item!r} is not KEY=VALUE with KEY under "
                 f"{', '.join(g + '.' for g in VARIANT_GROUPS)} (e.g. app.max_turns=5), "
-                "allow_repeats=true or focus.<key>=... (failure-driven sampling)"
+                "allow_repeats=true, focus.<key>=... (failure-driven sampling) or trial=<t>"
             )
     return tuple(entry)
 

@@ -5,16 +5,23 @@ the seed each request carried."""
 
 from __future__ import annotations
 
+import json
+
 import duckdb
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 
 from analysis.questions import ask
-from pipeline.config import compose
+from analysis.report import build_report
+from pipeline.build import queries_hash, run_hash
+from pipeline.config import compose, config_hash
+from pipeline.datadir import ensure_layout
 from pipeline.errors import ConfigError
 from pipeline.plan import load_plan
 from pipeline.run import run_cell
 from pipeline.trials import trial_seed
+from pipeline.variants import section_settings, variant_of
 from pipeline.views import connect
 from tests.chat_endpoint import chat_endpoint
 
@@ -141,3 +148,67 @@ def test_the_interval_is_over_distinct_queries():
     assert 0.3 < lo < 0.5 < hi < 0.7
     alike = ask(_episodes([("a", f"q{i}", 3, 3) for i in range(40)]), "pass_at_k")
     assert set(alike.pass_at_k_lo) == set(alike.pass_at_k_hi) == {1.0}
+
+
+def _oracle(data, trial):
+    return compose(
+        ["app=malt", "level=1", "queries=2", "agent=oracle", f"trial={trial}", f"data_dir={data}"]
+    )
+
+
+def test_trial_zero_is_the_cell_as_before():
+    """The cell key, variant and run hash of trial 0 are what they were before trials
+    existed (the same formula, the same variant names), so no result is redone."""
+    for overrides in (
+        ["agent=oracle"],
+        ["agent=zero_shot", "model=smollm2", "model.temperature=0.7"],
+    ):
+        cfg = compose(["app=malt", *overrides])
+        model = section_settings("model", cfg.model) if cfg.agent.uses_model else None
+        before = config_hash(
+            queries_hash(cfg), cfg.queries, section_settings("agent", cfg.agent), model
+        )
+        assert run_hash(cfg) == before
+        assert run_hash(compose(["app=malt", *overrides, "trial=1"])) != before
+    variant = variant_of(cfg)
+    assert (variant.name, variant.trial_of) == ("vb7a86fd4", "vb7a86fd4")  # as before trials
+    again = variant_of(compose(["app=malt", *overrides, "trial=1"]))
+    assert again.trial_of == "vb7a86fd4" != again.name
+    assert again.differences == {"model.temperature": 0.7, "trial": 1}
+
+
+def test_trials_of_a_cell_in_the_tables_and_the_report(tmp_path):
+    """Two trials of a reference agent (which samples nothing): both kept, the same
+    verdicts, and the report's pass@k section lists the cell for k = 1 and 2."""
+    for trial in (0, 1):
+        run_cell(_oracle(tmp_path, trial))
+    con = connect(tmp_path)
+    rows = con.execute(
+        "SELECT trial, query_id, outcome FROM episodes ORDER BY trial, query_id"
+    ).fetchall()
+    assert [r[0] for r in rows] == [0, 0, 1, 1]
+    assert [r[1:] for r in rows[:2]] == [r[1:] for r in rows[2:]]
+    page = build_report(tmp_path, progress=False, study_reps=5).read_text()
+    section = page.split("Repeated trials (pass@k, pass^k)</h2>")[1].split("<h2>")[0]
+    assert section.count("</tr>") == 3  # the header and k = 1, 2
+    assert "[100.0, 100.0]" in section
+
+
+def test_older_shards_get_one_trial_and_no_cache(tmp_path):
+    """A layout-3 directory (episodes v5, calls v5) is upgraded once: each episode is
+    trial 0 of its own variant, and no call has a cache status."""
+    run_cell(_oracle(tmp_path, 0))
+    for table, dropped in (("episodes", ("trial", "trial_of")), ("calls", ("cache",))):
+        (path,) = (tmp_path / "results" / table).rglob("*.parquet")
+        data = pq.read_table(path, partitioning=None)
+        meta = {**data.schema.metadata, b"netgauge.schema_version": b"5"}
+        old = data.drop_columns(list(dropped)).replace_schema_metadata(meta)
+        pq.write_table(old, path)
+    (tmp_path / "results" / "layout.json").write_text('{"layout": 3}')
+    ensure_layout(tmp_path)
+    con = connect(tmp_path)
+    assert con.execute("SELECT DISTINCT trial, trial_of, variant FROM episodes").fetchall() == [
+        (0, "base", "base")
+    ]
+    assert "cache" in [c for (c, *_) in con.execute("DESCRIBE calls").fetchall()]
+    assert json.loads((tmp_path / "results" / "layout.json").read_text())["upgraded_shards"] == 2
