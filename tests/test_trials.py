@@ -18,9 +18,10 @@ from pipeline.build import queries_hash, run_hash
 from pipeline.config import compose, config_hash
 from pipeline.datadir import ensure_layout
 from pipeline.errors import ConfigError
+from pipeline.llm.models import ModelPool
 from pipeline.plan import load_plan
 from pipeline.run import run_cell
-from pipeline.trials import trial_seed
+from pipeline.trials import trial_model, trial_seed
 from pipeline.variants import section_settings, variant_of
 from pipeline.views import connect
 from tests.chat_endpoint import chat_endpoint
@@ -212,3 +213,20 @@ def test_older_shards_get_one_trial_and_no_cache(tmp_path):
     ]
     assert "cache" in [c for (c, *_) in con.execute("DESCRIBE calls").fetchall()]
     assert json.loads((tmp_path / "results" / "layout.json").read_text())["upgraded_shards"] == 2
+
+
+def test_trials_of_one_model_job_share_its_client_and_send_their_own_seed(tmp_path):
+    """A model job plays every cell of its model through one pool: each trial's sampling
+    is a backend of its own on the model's one client (one endpoint, one server)."""
+    with chat_endpoint(lambda body: "ok") as (url, seen), ModelPool(tmp_path) as pool:
+        cfgs = [
+            trial_model(compose(["agent=zero_shot", "model=smollm2", f"trial={t}",
+                                 "model.endpoint=external", f"model.base_url={url}"]))
+            for t in (0, 1, 2)
+        ]  # fmt: skip
+        backends = [pool.backend(cfg) for cfg in cfgs]
+        assert pool.backend(cfgs[1]) is backends[1]
+        for backend in backends:
+            backend.chat([{"role": "user", "content": "hi"}])
+        assert len({id(b._client) for b in backends}) == 1
+    assert [body["seed"] for body in seen] == [0, trial_seed(0, 1), trial_seed(0, 2)]
