@@ -190,13 +190,19 @@ def _cell(data: Path, url: str) -> object:
 
 def test_a_rerun_asks_the_model_nothing_and_scores_the_same(tmp_path, monkeypatch):
     """A cell scored again from scratch (a changed scorer or report: here a fresh data
-    directory sharing the cache) makes no request and gives the same rows; the calls
-    table says each call was a miss, then a hit."""
+    directory sharing the cache) opens no endpoint (a managed server would not start),
+    makes no request and gives the same rows; the calls table says each call was a
+    miss, then a hit."""
     monkeypatch.setenv("NETGAUGE_CACHE_DIR", str(tmp_path / "shared-cache"))
     reply = "```python\ndef process_graph(graph):\n    return len(graph.nodes)\n```"
     with chat_endpoint(lambda body: reply) as (url, seen):
         run_cell(_cell(tmp_path / "first", url))
         asked = len(seen)
+
+        def no_endpoint(*args, **kwargs):
+            raise AssertionError("a rerun of cached requests opened the model's endpoint")
+
+        monkeypatch.setattr("pipeline.llm.models.open_endpoint", no_endpoint)  # no server
         run_cell(_cell(tmp_path / "again", url))
         assert asked >= 2 and len(seen) == asked  # the rerun: zero requests
     query = "SELECT query_id, turn, call_index, response, latency_s, cache FROM calls ORDER BY ALL"

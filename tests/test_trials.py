@@ -228,5 +228,5 @@ def test_trials_of_one_model_job_share_its_client_and_send_their_own_seed(tmp_pa
         assert pool.backend(cfgs[1]) is backends[1]
         for backend in backends:
             backend.chat([{"role": "user", "content": "hi"}])
-        assert len({id(b._client) for b in backends}) == 1
+        assert len({id(b.client()) for b in backends}) == 1
     assert [body["seed"] for body in seen] == [0, trial_seed(0, 1), trial_seed(0, 2)]

@@ -5,7 +5,8 @@ use and stopped when the pool closes, also on error) and hands out `ChatBackend`
 blocking `chat()` runs on the pool's asyncio loop, so episodes on many threads share one
 HTTP client per model and the server batches their requests. A model with `cache: true`
 has its replies cached under the data directory's `cache/responses/`
-(pipeline/serving/cache.py).
+(pipeline/serving/cache.py), and its endpoint is opened (a managed server started) only
+when a request misses the cache.
 
 Servers are started on a thread of the pool's own, which lives as long as the pool: a
 managed server dies with the thread that started it (PR_SET_PDEATHSIG, so that a killed
@@ -20,7 +21,7 @@ import contextlib
 import dataclasses
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -31,35 +32,46 @@ from pipeline.cells import Layout
 from pipeline.errors import ConfigError
 from pipeline.heartbeat import waiting
 from pipeline.serving.cache import ResponseCache
-from pipeline.serving.client import ChatClient, ChatResult, Sampling
+from pipeline.serving.client import ChatClient, ChatResult, Sampling, request_body
 from pipeline.serving.config import VllmModelConfig
 from pipeline.serving.server import open_endpoint
 from pipeline.variants import result_settings
 
 
 class ChatBackend:
-    """Blocking access to one model, safe to call from any thread."""
+    """Blocking access to one model, safe to call from any thread. `client` gives the
+    model's client, opening its endpoint on first use (a managed server starts then)."""
 
     def __init__(
         self,
-        client: ChatClient,
+        client: Callable[[], ChatClient],
         loop: asyncio.AbstractEventLoop,
-        name: str,
-        context: int,
-        sampling: Sampling | None = None,
+        model: VllmModelConfig,
+        sampling: Sampling,
+        cache: ResponseCache | None = None,
     ) -> None:
-        self._client = client
+        self.client = client
         self._loop = loop
-        self.name = name
-        self.context = context  # tokens the model takes per request (prompt and reply)
-        self.sampling = sampling or client.sampling
-        self.max_reply = self.sampling.max_tokens
+        self._served = model.served_name
+        self._cache = cache
+        self.name = model.name
+        self.context = model.max_model_len  # tokens the model takes per request (both ways)
+        self.sampling = sampling
+        self.max_reply = sampling.max_tokens
 
     def chat(self, messages: Sequence[dict[str, str]], **options: Any) -> ChatResult:
-        """One completion; `options` are ChatClient.chat's (response_format, tools, ...)."""
+        """One completion; `options` are ChatClient.chat's (response_format, tools, ...).
+        A cached reply is served here, before any endpoint is opened: a rerun that only
+        hits starts no server."""
         options.setdefault("sampling", self.sampling)
+        if self._cache is not None:
+            found = self._cache.get(
+                self._cache.key(request_body(self._served, messages, **options))
+            )
+            if found is not None:
+                return found
         future = asyncio.run_coroutine_threadsafe(
-            self._client.chat(messages, **options), self._loop
+            self.client().chat(messages, **options), self._loop
         )
         with waiting(f"the model {self.name}"):
             return future.result()
@@ -105,16 +117,30 @@ class ModelPool:
         sampling = Sampling(
             temperature=model.temperature, max_tokens=model.max_tokens, seed=model.seed
         )
+        key = (model.name, sampling)
+        with self._lock:
+            if key not in self._backends:
+                cache = self._cache(model)
+                self._backends[key] = ChatBackend(
+                    lambda: self._client(model), self._loop, model, sampling, cache
+                )
+        backend = self._backends[key]
+        if not model.cache:  # opened now: a wrong endpoint or header fails before any play
+            backend.client()
+        return backend
+
+    def _client(self, model: VllmModelConfig) -> ChatClient:
+        """The client of `model`'s name, its endpoint opened by the first caller."""
         with self._lock:
             if model.name not in self._opened:
                 self._opened[model.name] = self._open(model)
-            key = (model.name, sampling)
-            if key not in self._backends:
-                client = self._opened[model.name]
-                self._backends[key] = ChatBackend(
-                    client, self._loop, model.name, model.max_model_len, sampling
-                )
-            return self._backends[key]
+            return self._opened[model.name]
+
+    def _cache(self, model: VllmModelConfig) -> ResponseCache | None:
+        if not model.cache:
+            return None
+        settings = result_settings(dataclasses.asdict(model), VllmModelConfig)  # all that
+        return ResponseCache(Layout(self._data_dir).cache, settings)  # can change a reply
 
     def _open(self, model: VllmModelConfig) -> ChatClient:
         endpoint = self._starter.submit(
@@ -133,10 +159,7 @@ class ModelPool:
                 )
             headers[header] = value
 
-        cache = None
-        if model.cache:  # keyed by every setting that can change a reply
-            settings = result_settings(dataclasses.asdict(model), VllmModelConfig)
-            cache = ResponseCache(Layout(self._data_dir).cache, settings)
+        cache = self._cache(model)
 
         async def make() -> ChatClient:
             return ChatClient.for_endpoint(

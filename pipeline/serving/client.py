@@ -143,25 +143,14 @@ class ChatClient:
         """One streamed chat completion, waiting for a free slot first. `response_format`
         (e.g. a JSON schema), `tools` and `tool_choice` are sent as the OpenAI API names
         them; the model's tool calls come back in `ChatResult.tool_calls`."""
-        s = sampling or self.sampling
-        body: dict[str, Any] = {
-            "model": self.model,
-            # A model's earlier reply (or what an environment printed) may hold a lone
-            # surrogate, which no JSON body can carry: it is sent as its escape.
-            "messages": [{k: storable(v) for k, v in m.items()} for m in messages],
-            "temperature": s.temperature,
-            "max_tokens": s.max_tokens,
-            "stream": True,
-            "stream_options": {"include_usage": True},
-        }
-        if s.seed is not None:
-            body["seed"] = s.seed
-        if response_format is not None:
-            body["response_format"] = response_format
-        if tools:
-            body["tools"] = list(tools)
-            if tool_choice is not None:
-                body["tool_choice"] = tool_choice
+        body = request_body(
+            self.model,
+            messages,
+            sampling or self.sampling,
+            response_format=response_format,
+            tools=tools,
+            tool_choice=tool_choice,
+        )
         if self.cache is None:
             return await self._send(body)
         key = self.cache.key(body)
@@ -309,6 +298,38 @@ class ChatClient:
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+
+def request_body(
+    model: str,
+    messages: Sequence[Message],
+    sampling: Sampling,
+    *,
+    response_format: dict[str, Any] | None = None,
+    tools: Sequence[dict[str, Any]] | None = None,
+    tool_choice: str | dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The JSON body of one streamed chat completion, as ChatClient.chat sends it (and as
+    the response cache keys it)."""
+    body: dict[str, Any] = {
+        "model": model,
+        # A model's earlier reply (or what an environment printed) may hold a lone
+        # surrogate, which no JSON body can carry: it is sent as its escape.
+        "messages": [{k: storable(v) for k, v in m.items()} for m in messages],
+        "temperature": sampling.temperature,
+        "max_tokens": sampling.max_tokens,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    if sampling.seed is not None:
+        body["seed"] = sampling.seed
+    if response_format is not None:
+        body["response_format"] = response_format
+    if tools:
+        body["tools"] = list(tools)
+        if tool_choice is not None:
+            body["tool_choice"] = tool_choice
+    return body
 
 
 async def _read_capped(reply: httpx.Response, limit: int) -> bytes:
