@@ -14,10 +14,12 @@ from pathlib import Path
 import pytest
 
 from pipeline.config import compose
+from pipeline.llm.models import ModelPool
 from pipeline.run import run_cell
 from pipeline.serving.cache import ResponseCache
 from pipeline.serving.client import HIT, MISS, ChatClient, ChatResult, Sampling, ToolCall
 from pipeline.serving.config import VllmModelConfig
+from pipeline.trials import trial_model
 from pipeline.variants import result_settings
 from pipeline.views import connect
 from tests.chat_endpoint import chat_endpoint
@@ -215,3 +217,21 @@ def test_a_rerun_asks_the_model_nothing_and_scores_the_same(tmp_path, monkeypatc
         connect(tmp_path / "again").execute(verdicts).fetchall()
         == connect(tmp_path / "first").execute(verdicts).fetchall()
     )
+
+
+def test_trials_of_one_model_keep_their_own_entries(tmp_path):
+    """Two trials (two sampling seeds) of one cached model in one pool: each is answered
+    once by the model, then from its own entry, never from the other trial's."""
+    with chat_endpoint(counting()) as (url, seen), ModelPool(tmp_path) as pool:
+        backends = [
+            pool.backend(trial_model(compose([
+                "agent=zero_shot", "model=smollm2", "model.cache=true", f"trial={t}",
+                "model.endpoint=external", f"model.base_url={url}",
+            ])))
+            for t in (0, 1)
+        ]  # fmt: skip
+        first = [b.chat(MESSAGES) for b in backends]
+        again = [b.chat(MESSAGES) for b in backends]
+        assert len(seen) == 2
+    assert [(r.text, r.cache) for r in first] == [("reply 0", MISS), ("reply 1", MISS)]
+    assert [(r.text, r.cache) for r in again] == [("reply 0", HIT), ("reply 1", HIT)]

@@ -71,7 +71,7 @@ class ChatBackend:
             if found is not None:
                 return found
         future = asyncio.run_coroutine_threadsafe(
-            self.client().chat(messages, **options), self._loop
+            self.client().chat(messages, cache=self._cache, **options), self._loop
         )
         with waiting(f"the model {self.name}"):
             return future.result()
@@ -110,7 +110,8 @@ class ModelPool:
         """The backend of a model config (a VllmModelConfig or its DictConfig). Configs of
         one model name share its endpoint and client (the first one's settings open it);
         each sampling (temperature, max_tokens, seed: a trial's seed, pipeline/trials.py)
-        gets a backend of its own that sends it with every request."""
+        gets a backend of its own that sends it with every request, and its own cache
+        (keyed by its own settings)."""
         model: VllmModelConfig = (
             cfg if isinstance(cfg, VllmModelConfig) else (OmegaConf.to_object(cfg))
         )
@@ -159,15 +160,12 @@ class ModelPool:
                 )
             headers[header] = value
 
-        cache = self._cache(model)
-
         async def make() -> ChatClient:
             return ChatClient.for_endpoint(
                 endpoint,
                 sampling=sampling,
                 max_in_flight=model.max_in_flight,
                 headers=headers,
-                cache=cache,
             )
 
         client = asyncio.run_coroutine_threadsafe(make(), self._loop).result()

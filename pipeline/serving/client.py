@@ -139,10 +139,12 @@ class ChatClient:
         response_format: dict[str, Any] | None = None,
         tools: Sequence[dict[str, Any]] | None = None,
         tool_choice: str | dict[str, Any] | None = None,
+        cache: ResponseCache | None = None,
     ) -> ChatResult:
         """One streamed chat completion, waiting for a free slot first. `response_format`
         (e.g. a JSON schema), `tools` and `tool_choice` are sent as the OpenAI API names
-        them; the model's tool calls come back in `ChatResult.tool_calls`."""
+        them; the model's tool calls come back in `ChatResult.tool_calls`. `cache` (else
+        the client's own, if any) answers a request it holds and keeps each new reply."""
         body = request_body(
             self.model,
             messages,
@@ -151,14 +153,15 @@ class ChatClient:
             tools=tools,
             tool_choice=tool_choice,
         )
-        if self.cache is None:
+        cache = cache or self.cache
+        if cache is None:
             return await self._send(body)
-        key = self.cache.key(body)
-        found = self.cache.get(key)
+        key = cache.key(body)
+        found = cache.get(key)
         if found is not None:
             return found
         result = await self._send(body)
-        self.cache.put(key, result)  # only a whole reply: a failed request raised above
+        cache.put(key, result)  # only a whole reply: a failed request raised above
         return dataclasses.replace(result, cache=MISS)
 
     async def _send(self, body: dict[str, Any]) -> ChatResult:
