@@ -134,13 +134,23 @@ def test_an_entry_under_another_key_is_a_miss(tmp_path):
     assert other.text == "reply 1"
 
 
-def test_tool_calls_are_replayed(tmp_path):
+@pytest.mark.parametrize("arguments", ['{"value": 3}', '{"value": "\ud800"}'])
+def test_tool_calls_are_replayed(tmp_path, arguments):
+    """Arguments as sent, a lone surrogate escape included (kept, as without a cache)."""
     cache = ResponseCache(tmp_path, SETTINGS)
-    call = ToolCall("answer", '{"value": 3}')
+    call = ToolCall("answer", arguments)
     with chat_endpoint(lambda body: call) as (url, seen):
         first, again = ask(url, cache), ask(url, cache)
         assert len(seen) == 1
     assert again.tool_calls == first.tool_calls == (call,) and again.cache == HIT
+
+
+def test_a_cache_that_cannot_be_written_still_answers(tmp_path, caplog):
+    (tmp_path / "responses").write_text("a file where the folder should be")
+    cache = ResponseCache(tmp_path, SETTINGS)
+    with chat_endpoint(counting()) as (url, _seen):
+        assert [ask(url, cache).text for _ in range(2)] == ["reply 0", "reply 1"]
+    assert "cannot write an entry" in caplog.text
 
 
 BIG = "x" * 200_000  # large enough that a torn write would be seen

@@ -12,7 +12,8 @@ directories through `$NETGAUGE_CACHE_DIR`), written whole (pipeline/files.py: a
 temporary file renamed into place), so processes writing one entry at once all succeed
 and a reader sees one whole version. An entry that cannot be read, is not JSON, holds
 another key or a wrong field is a miss, never an error: the request goes to the model
-and its reply replaces the entry.
+and its reply replaces the entry. A cache that cannot be written (a full disk, a folder
+of someone else's) is a warning: the reply is used, only not kept.
 
 A hit returns the reply as first received, with its measurements (latency, time to first
 token, tokens per second) as measured then, so a rerun reproduces the rows it replays;
@@ -24,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +34,7 @@ from pipeline.files import write_whole
 from pipeline.serving.client import HIT, ChatResult, ToolCall
 
 FORMAT = 1  # of an entry's JSON; another format is a miss
+log = logging.getLogger(__name__)
 _FIELDS = {f.name: f.type for f in dataclasses.fields(ChatResult)}
 
 
@@ -60,9 +63,14 @@ class ResponseCache:
         return _result(entry.get("result"))
 
     def put(self, key: str, result: ChatResult) -> None:
+        """Keep `result` under `key`; a cache that cannot be written is a warning (the
+        reply is not lost, the next run asks again)."""
         plain = dataclasses.asdict(dataclasses.replace(result, cache=None))
         entry = {"format": FORMAT, "key": key, "result": plain}
-        write_whole(self.path(key), json.dumps(entry, ensure_ascii=False))
+        try:  # ASCII: a lone surrogate a model's tool call carried is kept as its escape
+            write_whole(self.path(key), json.dumps(entry))
+        except OSError as err:
+            log.warning("response cache %s: cannot write an entry (%s)", self.root, err)
 
 
 def _result(value: Any) -> ChatResult | None:
