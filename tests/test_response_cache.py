@@ -106,6 +106,7 @@ def test_only_result_settings_of_the_model_key_its_entries(tmp_path):
         lambda text: "\x00\xff garbage",
         lambda text: text.replace('"format": 1', '"format": 99'),
         lambda text: text.replace('"prompt_tokens": ', '"prompt_tokens": -'),
+        lambda text: text.replace('"completion_tokens": 7', '"completion_tokens": 7.5'),
         lambda text: text.replace('"text": "reply 0"', '"text": 7'),
         lambda text: text.replace('"tool_calls": []', '"tool_calls": [{"name": 1}]'),
         lambda text: "[1, 2]",

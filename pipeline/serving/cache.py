@@ -35,7 +35,7 @@ from pipeline.serving.client import HIT, ChatResult, ToolCall
 
 FORMAT = 1  # of an entry's JSON; another format is a miss
 log = logging.getLogger(__name__)
-_FIELDS = {f.name: f.type for f in dataclasses.fields(ChatResult)}
+_FIELDS = {f.name for f in dataclasses.fields(ChatResult)}
 
 
 class ResponseCache:
@@ -75,10 +75,15 @@ class ResponseCache:
 
 def _result(value: Any) -> ChatResult | None:
     """A ChatResult from an entry's "result", if every field has the type it must have."""
-    if not isinstance(value, dict) or set(value) != set(_FIELDS):
+    if not isinstance(value, dict) or set(value) != _FIELDS:
         return None
-    numbers = ("prompt_tokens", "completion_tokens", "latency_s", "ttft_s", "tokens_per_s")
-    if not all(_number(value[k]) for k in numbers):
+    counts, seconds = (
+        ("prompt_tokens", "completion_tokens"),
+        ("latency_s", "ttft_s", "tokens_per_s"),
+    )
+    if not all(_number(value[k], int) for k in counts):
+        return None
+    if not all(_number(value[k], int | float) for k in seconds):
         return None
     if not isinstance(value["text"], str) or not isinstance(value["model"], str):
         return None
@@ -95,5 +100,5 @@ def _result(value: Any) -> ChatResult | None:
     return ChatResult(**{**value, "tool_calls": tools, "cache": HIT})
 
 
-def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
+def _number(value: Any, kind: Any) -> bool:
+    return isinstance(value, kind) and not isinstance(value, bool) and value >= 0
