@@ -178,6 +178,7 @@ def test_trial_zero_is_the_cell_as_before():
     assert again.differences == {"model.temperature": 0.7, "trial": 1}
 
 
+@pytest.mark.slow  # the report's figures: about 10 s
 def test_trials_of_a_cell_in_the_tables_and_the_report(tmp_path):
     """Two trials of a reference agent (which samples nothing): both kept, the same
     verdicts, and the report's pass@k section lists the cell for k = 1 and 2."""
