@@ -70,6 +70,7 @@ def cell_table(
         "level": np.full(n, cell.level, dtype=np.int16),
         "seed": np.full(n, cell.seed, dtype=np.int64),
         **_cell_columns(cell, n),
+        "trial_of": [cell.variant] * n,  # one play per query (trial 0: _fill's zero)
         "query_key": [synthetic_key(i) for i in ids],
         "operation": ops,
         "size": [""] * n,
@@ -257,6 +258,7 @@ def _call(
         "request": "synthetic request",
         "response": "synthetic response",
         "dropped_turns": 0,
+        "cache": None,
     }
 
 
@@ -272,6 +274,8 @@ def _task_episode(
     call_s = sum(c["latency_s"] for c in calls)
     return key | {
         "app_variant": "base",
+        "trial": 0,
+        "trial_of": key["variant"],
         "query_key": synthetic_key(key["query_id"]),
         "operation": "configure",
         "size": "",

@@ -39,13 +39,15 @@ from pipeline.untrusted import storable
 # `transcripts` and 5 of `episodes` added the task kinds (pipeline/diagnosis.py), the
 # answer and its score, the variety stratum and what each turn showed (bytes, diagnostics,
 # budgets); data directories of the versions before are migrated (pipeline/migrate.py).
+# Version 6 of `calls` added `cache` (the response cache's hit or miss; null before),
+# version 6 of `episodes` `trial` and `trial_of` (repeated trials; 0 and the variant before).
 RESULTS = ("episodes", "steps", "calls", "cells")  # tables the score stage writes
 SCHEMA_VERSIONS = {
     "queries": "4",
     "transcripts": "3",
-    "episodes": "5",
+    "episodes": "6",
     "steps": "4",
-    "calls": "5",
+    "calls": "6",
     "cells": "1",
 }
 
@@ -129,6 +131,10 @@ SCHEMAS: dict[str, pa.Schema] = {
             pa.field("query_id", pa.string(), nullable=False),
             *_CELL,
             pa.field("app_variant", pa.string(), nullable=False),
+            # Repeated trials (pipeline/trials.py): the play's number, 0 unless the grid
+            # has `trials`, and the variant of its trial 0, which every trial shares.
+            pa.field("trial", pa.int16(), nullable=False),
+            pa.field("trial_of", pa.string(), nullable=False),
             pa.field("query_key", pa.string()),  # null only in migrated shards
             pa.field("operation", pa.string(), nullable=False),
             pa.field("size", pa.string(), nullable=False),
@@ -195,6 +201,8 @@ SCHEMAS: dict[str, pa.Schema] = {
             pa.field("request", pa.string(), nullable=False),
             pa.field("response", pa.string(), nullable=False),
             pa.field("dropped_turns", pa.int16(), nullable=False),
+            # "hit" (replayed from the response cache), "miss", null (no cache)
+            pa.field("cache", pa.string()),
         ]
     ),
     "cells": pa.schema(

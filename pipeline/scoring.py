@@ -59,9 +59,10 @@ def score(cfg: DictConfig) -> tuple[Path, Path, Path, Path]:
         )
     episodes, steps, calls = [], [], []
     version = code_version()
+    trial = {"trial": int(cfg.get("trial") or 0), "trial_of": variant_of(cfg).trial_of}
     for query in tqdm(queries, desc=f"score {cell.part}", unit="ep"):
         episode, step_rows, call_rows = episode_records(
-            app, cell, query, by_query[query.query_id], digest, version
+            app, cell, query, by_query[query.query_id], digest, version, **trial
         )
         episodes.append(episode)
         steps += step_rows
@@ -77,10 +78,19 @@ def score(cfg: DictConfig) -> tuple[Path, Path, Path, Path]:
 
 
 def episode_records(
-    app: App, cell: Cell, query: Query, rows: list[dict[str, Any]], digest: str, version: str
+    app: App,
+    cell: Cell,
+    query: Query,
+    rows: list[dict[str, Any]],
+    digest: str,
+    version: str,
+    trial: int = 0,
+    trial_of: str | None = None,
 ) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
     """One episode's rows of `episodes`, `steps` and `calls`, judged from its transcript
-    rows (the score stage's, and an Inspect task's scorer: pipeline/inspect_task.py)."""
+    rows (the score stage's, and an Inspect task's scorer: pipeline/inspect_task.py).
+    `trial` is the play's number and `trial_of` its trial 0's variant (pipeline/trials.py;
+    by default the cell's own variant, trial 0)."""
     columns = cell.columns()
     rows = sorted(rows, key=lambda r: r["turn"])
     verdict = judge(app, query, [_step(r) for r in rows])
@@ -92,6 +102,7 @@ def episode_records(
     tasks = task_steps(cell.app, query, rows, verdict)
     episode = (
         {"query_id": query.query_id, **columns, "app_variant": cell.app_variant}
+        | {"trial": trial, "trial_of": trial_of or cell.variant}
         | {"query_key": query.key or None}
         | {"size": query.size, "task": query.task}
         | _episode_row(query.operation, query.answer_type, rows, verdict, digest, version)
@@ -264,6 +275,7 @@ def _call_rows(
             "request": call.get("request", ""),
             "response": call.get("response", ""),
             "dropped_turns": call.get("dropped_turns", 0),
+            "cache": call.get("cache"),  # absent: no response cache (or written before it)
         }
         for index, call in enumerate(json.loads(row["calls"]))
     ]

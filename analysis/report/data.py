@@ -45,6 +45,9 @@ class ReportData:
     throughput_missing: str | None = None
     capability: pd.DataFrame | None = None  # per app, agent, operation and size class
     capability_missing: str | None = None
+    # pass@k and pass^k of cells played as repeated trials (analysis/sql/pass_at_k.sql)
+    trials: pd.DataFrame | None = None
+    trials_missing: str | None = None
     # KIND_QUESTIONS' answers: (table, None) or (None, why there is none yet)
     kinds: dict[str, tuple[pd.DataFrame | None, str | None]] = field(default_factory=dict)
 
@@ -79,6 +82,10 @@ def collect(
         data.kinds[name] = _nonempty(
             *ask_or_none(con, name, where=cell_filter(cells)), f"no {name} rows"
         )
+    data.trials, data.trials_missing = _nonempty(
+        *ask_or_none(con, "pass_at_k", where=cell_filter(cells)),
+        "no cell played as repeated trials (a grid's trials: 2 or more)",
+    )
     apps = sorted(data.agents["app"].unique()) if not data.agents.empty else []
     for app in apps:
         try:

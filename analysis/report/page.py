@@ -191,6 +191,28 @@ def _kinds(data: ReportData) -> list[str]:
     return out
 
 
+def trials_table(frame: pd.DataFrame | None, why: str | None) -> str:
+    """pass@k and pass^k per cell and k, with their bootstrap intervals (in %)."""
+    if frame is None:
+        return f'<p class="missing">{html.escape(why or "no data yet")}</p>'
+    shown = pd.DataFrame(
+        {
+            "app": frame["app"],
+            "model / agent": [label(m, a) for m, a in zip(frame.model, frame.agent, strict=True)],
+            "level": frame["level"],
+            "seed": frame["seed"],
+            "trials": frame["trials"],
+            "queries": frame["n_distinct"],
+            "k": frame["k"],
+            "pass@k %": frame["pass_at_k"].map(_pct),
+            "pass@k 95 %": _interval(frame, "pass", "at_k"),
+            "pass^k %": frame["pass_hat_k"].map(_pct),
+            "pass^k 95 %": _interval(frame, "pass", "hat_k"),
+        }
+    )
+    return _table(shown)
+
+
 def render(data: ReportData, files: Mapping[str, Path], meta: Mapping[str, str]) -> str:
     """The whole page: `files` maps figure names to their PNGs, `meta` is shown on top."""
     facts = "".join(
@@ -219,6 +241,13 @@ def render(data: ReportData, files: Mapping[str, Path], meta: Mapping[str, str])
         "<p>McNemar's test on the queries both agents played (exact when fewer than 25 "
         "discordant pairs) and a paired bootstrap interval of the difference.</p>",
         _table(paired_table(data.paired)),
+        "<h2>Repeated trials (pass@k, pass^k)</h2>",
+        "<p>Cells played k times with a sampling seed per trial (a grid's <code>trials</code>). "
+        "Per distinct query with n plays of which c are correct: pass@k = 1 − C(n−c, k)/C(n, k) "
+        "(at least one of k plays correct; Chen et al. 2021's unbiased estimator) and "
+        "pass^k = C(c, k)/C(n, k) (all k correct; τ-bench). Intervals: 95 % percentile "
+        "bootstrap over distinct queries (1000 resamples).</p>",
+        trials_table(data.trials, data.trials_missing),
         "<h2>Query-count study</h2>",
         "<p>Random subsets of the queries every agent played (the same subset for each "
         "agent), at growing sizes: interval width and overlap shrink as queries grow.</p>",

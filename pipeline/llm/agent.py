@@ -267,6 +267,7 @@ class LLMAgent:
                 "request": chat[-1]["content"][:MAX_STORED],
                 "response": _response(result)[:MAX_STORED],
                 "dropped_turns": dropped,
+                "cache": result.cache,
             }
         )
         return text

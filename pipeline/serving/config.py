@@ -61,6 +61,9 @@ class VllmModelConfig:
     max_tokens: int = 512
     seed: int | None = 0
     max_in_flight: int = operational(8)
+    # Replies cached on disk by model and request (pipeline/serving/cache.py), replayed on
+    # a rerun; operational: a hit is the reply the same request got.
+    cache: bool = operational(False)
 
     def validate(self) -> None:
         """ConfigError naming the key and the allowed values for the first bad value."""
