@@ -38,14 +38,16 @@ from pipeline.untrusted import storable
 # agents report them only sometimes). Version 4 of `queries` and `steps`, 3 of
 # `transcripts` and 5 of `episodes` added the task kinds (pipeline/diagnosis.py), the
 # answer and its score, the variety stratum and what each turn showed (bytes, diagnostics,
-# budgets); data directories of the versions before are migrated (pipeline/migrate.py).
+# budgets); version 6 of `episodes` and `calls` the money cost (`cost_usd`, and the
+# cached prompt tokens of calls; null in upgraded rows: pipeline/pricing.py); data
+# directories of the versions before are migrated (pipeline/migrate.py).
 RESULTS = ("episodes", "steps", "calls", "cells")  # tables the score stage writes
 SCHEMA_VERSIONS = {
     "queries": "4",
     "transcripts": "3",
-    "episodes": "5",
+    "episodes": "6",
     "steps": "4",
-    "calls": "5",
+    "calls": "6",
     "cells": "1",
 }
 
@@ -158,6 +160,7 @@ SCHEMAS: dict[str, pa.Schema] = {
             pa.field("reprompts", pa.int16(), nullable=False),
             pa.field("example_reprompts", pa.int16(), nullable=False),
             pa.field("master_extractions", pa.int16(), nullable=False),
+            pa.field("cost_usd", pa.float64()),  # the model calls' cost; null: not known
             pa.field("detail", pa.string(), nullable=False),
             pa.field("config_hash", pa.string(), nullable=False),
             pa.field("code_version", pa.string(), nullable=False),
@@ -195,6 +198,8 @@ SCHEMAS: dict[str, pa.Schema] = {
             pa.field("request", pa.string(), nullable=False),
             pa.field("response", pa.string(), nullable=False),
             pa.field("dropped_turns", pa.int16(), nullable=False),
+            pa.field("cached_tokens", pa.int64()),  # prompt tokens served from a cache
+            pa.field("cost_usd", pa.float64()),  # pipeline/pricing.py; null: not known
         ]
     ),
     "cells": pa.schema(

@@ -34,6 +34,7 @@ from pipeline.core import (
 from pipeline.errors import DataError
 from pipeline.generate import read_queries
 from pipeline.play import READING
+from pipeline.pricing import Prices
 from pipeline.records import code_version, read_shard, to_table, write_shard
 from pipeline.splits import split_of
 from pipeline.variants import variant_of
@@ -60,6 +61,7 @@ def score(cfg: DictConfig) -> tuple[Path, Path, Path, Path]:
         )
     episodes, steps, calls = [], [], []
     version = code_version()
+    prices = Prices(cfg.model)
     for query in tqdm(queries, desc=f"score {cell.part}", unit="ep"):
         rows = sorted(by_query[query.query_id], key=lambda r: r["turn"])
         verdict = judge(app, query, [_step(r) for r in rows])
@@ -74,11 +76,12 @@ def score(cfg: DictConfig) -> tuple[Path, Path, Path, Path]:
             | {"query_key": query.key or None}
             | {"size": query.size, "task": query.task}
             | _episode_row(query.operation, query.answer_type, rows, verdict, digest, version)
+            | {"cost_usd": episode_cost(prices, rows)}
             | _task_counts(cell.app, query, verdict)
         )
         for row, safe, task in zip(rows, verdict.step_safe, tasks, strict=True):
             steps.append(_step_row(row, columns, safe, task))
-            calls.extend(_call_rows(row, columns, task))
+            calls.extend(_call_rows(row, columns, task, prices))
     out = paths.episodes(cell), paths.steps(cell), paths.calls(cell), paths.cells(cell)
     write_shard(
         "cells", to_table("cells", [cell_row(cfg, cell, digest)]), out[3], config_hash=digest
@@ -221,8 +224,20 @@ def _episode_row(
     }
 
 
+def episode_cost(prices: Prices, rows: list[dict[str, Any]]) -> float | None:
+    """The cost of an episode's model calls: 0 when it called none (reference agents);
+    None when a call that asked a model (any purpose but a diagnostic or an MCP tool call)
+    has no known cost (its model has no price, or it reported no tokens)."""
+    calls = [c for row in rows for c in json.loads(row["calls"])]
+    costs = [prices.call_cost(c) for c in calls if c["purpose"] not in _UNPRICED]
+    return None if None in costs else sum(costs)  # type: ignore[arg-type]
+
+
+_UNPRICED = ("diagnostic", "tool")  # no model answers these calls
+
+
 def _call_rows(
-    row: dict[str, Any], columns: dict[str, Any], task: TaskStep
+    row: dict[str, Any], columns: dict[str, Any], task: TaskStep, prices: Prices
 ) -> list[dict[str, Any]]:
     return [
         {
@@ -249,6 +264,8 @@ def _call_rows(
             "request": call.get("request", ""),
             "response": call.get("response", ""),
             "dropped_turns": call.get("dropped_turns", 0),
+            "cached_tokens": call.get("cached_tokens"),
+            "cost_usd": prices.call_cost(call),
         }
         for index, call in enumerate(json.loads(row["calls"]))
     ]

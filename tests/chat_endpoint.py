@@ -19,10 +19,11 @@ Answer = Callable[[dict[str, Any]], str | ToolCall]
 
 @contextlib.contextmanager
 def chat_endpoint(
-    answer: Answer, serial: bool = True
+    answer: Answer, serial: bool = True, cached_tokens: int | None = None
 ) -> Iterator[tuple[str, list[dict[str, Any]]]]:
     """(base URL ending in /v1, the request bodies received so far). `serial`: one
-    `answer` call at a time; otherwise concurrent requests are answered concurrently."""
+    `answer` call at a time; otherwise concurrent requests are answered concurrently.
+    `cached_tokens`: reported in usage.prompt_tokens_details, as OpenAI does."""
     seen: list[dict[str, Any]] = []
     lock = threading.Lock()
 
@@ -47,6 +48,8 @@ def chat_endpoint(
                 self.wfile.write(b"data: " + json.dumps(piece).encode() + b"\n\n")
             prompt = sum(len(m.get("content", "")) for m in body.get("messages", [])) // 4
             usage = {"choices": [], "usage": {"prompt_tokens": prompt, "completion_tokens": 7}}
+            if cached_tokens is not None:
+                usage["usage"]["prompt_tokens_details"] = {"cached_tokens": cached_tokens}
             self.wfile.write(b"data: " + json.dumps(usage).encode() + b"\n\ndata: [DONE]\n\n")
 
         def log_message(self, *args: object) -> None:
