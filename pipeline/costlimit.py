@@ -10,14 +10,19 @@ cell counts what its checkpointed episodes cost.
 
 from __future__ import annotations
 
+import logging
+import queue
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from omegaconf import DictConfig
 
+from pipeline.core import Query, StepResult, StepStatus
 from pipeline.pricing import Prices
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -50,3 +55,17 @@ class CostGuard:
             f"the cell's cost limit (model.cost_limit = {self.limit:g} USD) was reached "
             f"({self.spent:.6g} USD spent) before this query started"
         )
+
+    def not_started(
+        self, todo: queue.Queue[Query], cell: str
+    ) -> Iterator[tuple[Query, StepResult]]:
+        """Every query left in `todo`, with the `cost_limit` step it is recorded as."""
+        left = 0
+        while True:
+            try:
+                query = todo.get_nowait()
+            except queue.Empty:
+                break
+            left += 1
+            yield query, StepResult("", StepStatus.COST_LIMIT, "", error=self.reason(), done=True)
+        log.warning("%s: %s; %d queries recorded as cost_limit", cell, self.reason(), left)

@@ -233,7 +233,9 @@ def _play_missing(
                         continue
                     checkpoint.add(payload, flush_every_s=cfg.run.flush_every_s)
             if guard is not None and guard.reached and not _halted(share):
-                _not_started(todo, cell, guard, checkpoint, bar, cfg.run.flush_every_s)
+                for query, ended in guard.not_started(todo, cell.part):
+                    checkpoint.add([_row(query, cell, 1, Reply(""), ended, 0.0)], flush_every_s=0)
+                    bar.update()
                 if share:
                     share.drained.set()
     finally:
@@ -252,28 +254,6 @@ def _play_missing(
 
 def _halted(share: Budget | None) -> bool:
     return share is not None and share.halt.is_set()
-
-
-def _not_started(
-    todo: queue.Queue[Query],
-    cell: Cell,
-    guard: CostGuard,
-    checkpoint: Checkpoint,
-    bar: tqdm,
-    flush_every_s: float,
-) -> None:
-    """Record every query left in `todo` as a `cost_limit` episode of one step."""
-    left = 0
-    while True:
-        try:
-            query = todo.get_nowait()
-        except queue.Empty:
-            break
-        ended = StepResult("", StepStatus.COST_LIMIT, "", error=guard.reason(), done=True)
-        checkpoint.add([_row(query, cell, 1, Reply(""), ended, 0.0)], flush_every_s=flush_every_s)
-        bar.update()
-        left += 1
-    log.warning("%s: %s; %d queries recorded as cost_limit", cell.part, guard.reason(), left)
 
 
 def workers_for(cfg: DictConfig) -> int:
