@@ -7,6 +7,7 @@ python -m analysis report --grid smoke               # what `snakemake report` r
 python -m analysis tables
 python -m analysis questions                         # the SQL files of analysis/sql/
 python -m analysis ask paired_outcomes -p app=malt -p model_a=none -p agent_a=oracle ...
+python -m analysis leaderboard [--grid smoke] [--by app,task] [--composite correct=1]
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Sequence
 
 import duckdb
 
+from analysis import leaderboard as board
 from analysis.questions import ask, cell_filter, names, question
 from analysis.report.build import build_report
 from analysis.summary import render, summarize_plan, summary
@@ -53,6 +55,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     p_ask.add_argument("--grid", help="only the cells of this grid (needs its plan file)")
     p_ask.add_argument("--csv", action="store_true", help="print CSV instead of a table")
+    p_board = sub.add_parser(
+        "leaderboard",
+        help="model x agent ranked overall, per app and per task kind, with intervals",
+        description="Rank every (model, agent) by a composite of its per-query metrics over "
+        "distinct queries, with Wilson 95 % intervals; neighbours share a rank band unless "
+        "their intervals are apart or the paired test (McNemar, paired bootstrap) tells them "
+        "apart; efficiency per episode and per correct answer (turns, tokens, seconds, USD). "
+        "See analysis/leaderboard.py.",
+    )
+    p_board.add_argument("--grid", help="only the cells of this grid (needs its plan file)")
+    p_board.add_argument(
+        "--by",
+        default=",".join(board.SCOPES),
+        help="boards to show, of: overall, app, task (default: all three)",
+    )
+    p_board.add_argument(
+        "--composite",
+        default="correct=0.5,safe=0.5",
+        help="metric=weight terms summing to 1, metrics correct, safe, score "
+        "(default: NetArena's correct=0.5,safe=0.5; ties: fewer turns per episode)",
+    )
+    p_board.add_argument("--csv", action="store_true", help="print every column as CSV")
     args = parser.parse_args(argv)
     try:
         return _dispatch(args)
@@ -73,6 +97,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return 0
     if args.command == "ask":
         return _ask(args)
+    if args.command == "leaderboard":
+        return _leaderboard(args)
     if args.command in ("summarize", "report"):
         return _write(args)
 
@@ -111,6 +137,18 @@ def _write(args: argparse.Namespace) -> int:
     except NetGaugeError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    return 0
+
+
+def _leaderboard(args: argparse.Namespace) -> int:
+    composite = board.Composite.parse(args.composite)
+    cells = read_plan(args.data_dir, args.grid) if args.grid else None
+    scopes = [s.strip() for s in args.by.split(",") if s.strip()]
+    table = board.leaderboard(connect(args.data_dir), cells, composite=composite, scopes=scopes)
+    if args.csv:
+        table.to_csv(sys.stdout, index=False)
+    else:
+        print(board.render(table, composite))
     return 0
 
 

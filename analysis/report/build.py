@@ -56,6 +56,7 @@ def _tables(data: ReportData) -> dict[str, object]:
         "outcomes": data.outcomes,
         "iterations_per_task": data.iterations,
         "call_throughput": data.throughput,
+        "leaderboard": data.leaderboard,
     }
     for name, (frame, _) in data.kinds.items():
         tables[name] = frame

@@ -16,6 +16,7 @@ import duckdb
 import pandas as pd
 
 from analysis import stats
+from analysis.leaderboard import leaderboard
 from analysis.questions import ask_or_none, cell_filter
 from analysis.study import Study, query_count_study
 from pipeline.cells import Cell
@@ -47,6 +48,8 @@ class ReportData:
     capability_missing: str | None = None
     # KIND_QUESTIONS' answers: (table, None) or (None, why there is none yet)
     kinds: dict[str, tuple[pd.DataFrame | None, str | None]] = field(default_factory=dict)
+    # analysis/leaderboard.py: every board (overall, per app, per task kind), in rank order
+    leaderboard: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def empty(self) -> bool:
@@ -71,6 +74,7 @@ def collect(
         paired=stats.all_pairs(con, cells),
         operations=stats.by_operation(con, cells),
         outcomes=_outcomes(con, cells),
+        leaderboard=leaderboard(con, cells),
     )
     data.capability, data.capability_missing = ask_or_none(
         con, "capability", where=cell_filter(cells)

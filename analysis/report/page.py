@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis.leaderboard import Composite, display
 from analysis.report.data import ReportData
 from analysis.report.figures import label
 
@@ -180,6 +181,32 @@ def _figure(name: str, title: str, files: Mapping[str, Path], note: str | None =
     return out
 
 
+def _leaderboard(board: pd.DataFrame) -> list[str]:
+    """One table per board: overall, then each app, then each task kind."""
+    out = [
+        '<h2 id="leaderboard">Leaderboard</h2>',
+        f"<p>Model × agent ranked by the composite {html.escape(Composite().label)} per "
+        "distinct query (NetArena's rule; <code>python -m analysis leaderboard "
+        "--composite</code> sets another), ties broken by fewer turns per episode. Intervals "
+        "are Wilson 95 % over distinct queries. Neighbours share a <i>band</i> unless their "
+        "intervals are apart or the paired test on the queries both played (McNemar, "
+        "paired bootstrap; it compares correctness) tells them apart; <i>vs next</i> says "
+        "which. Efficiency is per episode and per correct episode; USD from "
+        "<code>conf/pricing.yaml</code> (– where a cost is unknown). The overall board pools "
+        "every app and task kind: read it beside the per-task boards.</p>",
+    ]
+    if board.empty:
+        return [*out, '<p class="note">(nothing to show)</p>']
+    for (scope, group), part in board.groupby(["scope", "group"], sort=False):
+        title = "Overall" if scope == "overall" else f"{scope}: {group}"
+        out.append(f'<h3 class="board" data-scope="{html.escape(scope)}">{html.escape(title)}</h3>')
+        shown = display(part).assign(
+            agent=[label(m, a) for m, a in zip(part["model"], part["agent"], strict=True)]
+        )
+        out.append(_table(shown.drop(columns="model")))
+    return out
+
+
 def _kinds(data: ReportData) -> list[str]:
     out = []
     for name, (frame, why) in data.kinds.items():
@@ -205,6 +232,7 @@ def render(data: ReportData, files: Mapping[str, Path], meta: Mapping[str, str])
         "<h1>NetGauge report</h1>",
         f"<ul>{facts}</ul>",
         '<p id="image-status">images: loading…</p>',
+        *_leaderboard(data.leaderboard),
         "<h2>Per cell</h2>",
         "<p>Correctness and safety with 95 % intervals: normal (SEM, as NetArena reports) "
         "and Wilson (stays inside [0, 100] and is honest at 0 % and 100 %).</p>",
