@@ -4,6 +4,7 @@ the paired test, the efficiency columns, the CLI and the report's section."""
 
 from __future__ import annotations
 
+import html
 import shutil
 import subprocess
 from pathlib import Path
@@ -171,3 +172,20 @@ def test_report_section_renders_every_board_in_headless_chromium(tmp_path):
     assert section.count("<tbody>") == 3 and section.count("<tr>") == 9  # 3 agents a board
     assert section.count("oracle") == 3
     assert "USD/correct" in section and "react · m1" in section
+
+
+def test_results_from_before_costs_get_a_no_data_board_and_no_crash(tmp_path, capsys):
+    cell = Cell("x", "m", "a", 1, 0, 10)
+    table = cell_table(cell, 0.5, np.random.default_rng(0), tokens=True).drop_columns("cost_usd")
+    path = Layout(data_root(tmp_path)).episodes(cell)
+    path.parent.mkdir(parents=True)
+    meta = {b"netgauge.table": b"episodes", b"netgauge.schema_version": b"5"}
+    pq.write_table(table.replace_schema_metadata(meta), path)  # as version 5 wrote it
+    (tmp_path / "results" / "layout.json").write_text('{"layout": 3}')  # so not upgraded
+    page = build_report(tmp_path, study_reps=10, progress=False).read_text()
+    reason = "leaderboard: 'episodes' has no column(s) cost_usd yet"
+    assert html.escape(f"No data yet: {reason}.") in page
+    cost = "No data yet: cell_cost: 'episodes' has no column(s) cost_usd yet."
+    assert html.escape(cost) in page
+    assert analysis_main(["--data-dir", str(tmp_path), "leaderboard"]) == 2
+    assert reason in capsys.readouterr().err

@@ -57,6 +57,7 @@ def _tables(data: ReportData) -> dict[str, object]:
         "iterations_per_task": data.iterations,
         "call_throughput": data.throughput,
         "leaderboard": data.leaderboard,
+        "cell_cost": data.cost,
     }
     for name, (frame, _) in data.kinds.items():
         tables[name] = frame

@@ -17,7 +17,7 @@ import pandas as pd
 
 from analysis import stats
 from analysis.leaderboard import leaderboard
-from analysis.questions import ask_or_none, cell_filter
+from analysis.questions import MissingData, ask_or_none, cell_filter
 from analysis.study import Study, query_count_study
 from pipeline.cells import Cell
 from pipeline.errors import DataError
@@ -50,6 +50,9 @@ class ReportData:
     kinds: dict[str, tuple[pd.DataFrame | None, str | None]] = field(default_factory=dict)
     # analysis/leaderboard.py: every board (overall, per app, per task kind), in rank order
     leaderboard: pd.DataFrame = field(default_factory=pd.DataFrame)
+    leaderboard_missing: str | None = None  # why there is none (no cost column yet)
+    cost: pd.DataFrame | None = None  # per cell: cost in USD (analysis/sql/cell_cost.sql)
+    cost_missing: str | None = None
 
     @property
     def empty(self) -> bool:
@@ -74,7 +77,13 @@ def collect(
         paired=stats.all_pairs(con, cells),
         operations=stats.by_operation(con, cells),
         outcomes=_outcomes(con, cells),
-        leaderboard=leaderboard(con, cells),
+    )
+    try:
+        data.leaderboard = leaderboard(con, cells)
+    except MissingData as err:  # results written before costs were recorded
+        data.leaderboard_missing = str(err)
+    data.cost, data.cost_missing = _nonempty(
+        *ask_or_none(con, "cell_cost", where=cell_filter(cells)), "no episodes"
     )
     data.capability, data.capability_missing = ask_or_none(
         con, "capability", where=cell_filter(cells)

@@ -181,8 +181,10 @@ def _figure(name: str, title: str, files: Mapping[str, Path], note: str | None =
     return out
 
 
-def _leaderboard(board: pd.DataFrame) -> list[str]:
-    """One table per board: overall, then each app, then each task kind."""
+def _leaderboard(data: ReportData) -> list[str]:
+    """One table per board: overall, then each app, then each task kind; then the cost
+    per cell."""
+    board = data.leaderboard
     out = [
         '<h2 id="leaderboard">Leaderboard</h2>',
         f"<p>Model × agent ranked by the composite {html.escape(Composite().label)} per "
@@ -195,15 +197,23 @@ def _leaderboard(board: pd.DataFrame) -> list[str]:
         "<code>conf/pricing.yaml</code> (– where a cost is unknown). The overall board pools "
         "every app and task kind: read it beside the per-task boards.</p>",
     ]
-    if board.empty:
-        return [*out, '<p class="note">(nothing to show)</p>']
-    for (scope, group), part in board.groupby(["scope", "group"], sort=False):
+    if data.leaderboard_missing:
+        out.append(f'<p class="missing">No data yet: {html.escape(data.leaderboard_missing)}.</p>')
+    elif board.empty:
+        out.append('<p class="note">(nothing to show)</p>')
+    groups = board.groupby(["scope", "group"], sort=False) if not board.empty else []
+    for (scope, group), part in groups:
         title = "Overall" if scope == "overall" else f"{scope}: {group}"
         out.append(f'<h3 class="board" data-scope="{html.escape(scope)}">{html.escape(title)}</h3>')
         shown = display(part).assign(
             agent=[label(m, a) for m, a in zip(part["model"], part["agent"], strict=True)]
         )
         out.append(_table(shown.drop(columns="model")))
+    out.append("<h3>Cost per cell</h3>")
+    if data.cost is None:
+        out.append(f'<p class="missing">No data yet: {html.escape(data.cost_missing or "")}.</p>')
+    else:
+        out.append(_table(data.cost.round(6)))
     return out
 
 
@@ -232,7 +242,7 @@ def render(data: ReportData, files: Mapping[str, Path], meta: Mapping[str, str])
         "<h1>NetGauge report</h1>",
         f"<ul>{facts}</ul>",
         '<p id="image-status">images: loading…</p>',
-        *_leaderboard(data.leaderboard),
+        *_leaderboard(data),
         "<h2>Per cell</h2>",
         "<p>Correctness and safety with 95 % intervals: normal (SEM, as NetArena reports) "
         "and Wilson (stays inside [0, 100] and is honest at 0 % and 100 %).</p>",
