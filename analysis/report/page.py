@@ -213,7 +213,8 @@ def _leaderboard(data: ReportData) -> list[str]:
     if data.cost is None:
         out.append(f'<p class="missing">No data yet: {html.escape(data.cost_missing or "")}.</p>')
     else:
-        out.append(_table(data.cost.round(6)))
+        cost = data.cost.round(6)
+        out.append(_table(cost.astype(object).where(cost.notna(), "–")))
     return out
 
 
