@@ -167,11 +167,13 @@ def test_report_section_renders_every_board_in_headless_chromium(tmp_path):
         timeout=120,
     )
     assert dom.returncode == 0, dom.stderr[-2000:]
-    section = dom.stdout.split('<h2 id="leaderboard">Leaderboard</h2>', 1)[1].split("<h2>", 1)[0]
+    section = dom.stdout.split('<h2 id="leaderboard">Leaderboard</h2>', 1)[1]
+    section, cost = section.split("<h2>", 1)[0].split("<h3>Cost per cell</h3>")
     assert section.count('<h3 class="board"') == 3
     assert section.count("<tbody>") == 3 and section.count("<tr>") == 9  # 3 agents a board
     assert section.count("oracle") == 3
     assert "USD/correct" in section and "react · m1" in section
+    assert cost.count("<tr>") == 3 and "usd_per_correct" in cost  # one row per cell
 
 
 def test_results_from_before_costs_get_a_no_data_board_and_no_crash(tmp_path, capsys):

@@ -125,9 +125,11 @@ def test_report_opens_in_headless_chromium(smoke_report, tmp_path):
         rows = list(csv.DictReader(f))
     boards = {(r["scope"], r["group"]) for r in rows}
     assert ("overall", "all") in boards and ("task", "mitigate") in boards
-    section = dom.stdout.split('<h2 id="leaderboard">Leaderboard</h2>', 1)[1].split("<h2>", 1)[0]
+    section = dom.stdout.split('<h2 id="leaderboard">Leaderboard</h2>', 1)[1]
+    section, cost = section.split("<h2>", 1)[0].split("<h3>Cost per cell</h3>")
     assert section.count('<h3 class="board"') == section.count("<tbody>") == len(boards)
     assert section.count("<tr>") == len(rows)  # one per agent (header rows carry a style)
+    assert cost.count("<tr>") >= 1 and "usd_per_correct" in cost  # the cost per cell
 
     shot = tmp_path / "report.png"
     done = chromium("--window-size=1280,3000", f"--screenshot={shot}")
