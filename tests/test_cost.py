@@ -4,12 +4,16 @@ tests/chat_endpoint.py: what is tested is NetGauge's accounting, not a model).""
 
 from __future__ import annotations
 
+import json
+import queue
 import subprocess
 import sys
 
 import pytest
 
 from pipeline.config import ROOT
+from pipeline.core import Outcome, StepStatus, outcome_for_status
+from pipeline.costlimit import CostGuard
 from pipeline.errors import ConfigError
 from pipeline.pricing import Price, Prices, price_table
 from pipeline.serving.config import model_config
@@ -83,3 +87,26 @@ def test_cost_limit_ends_the_cell_with_typed_outcomes_and_keeps_what_was_played(
     assert sum(c[4] for c in calls) == pytest.approx(first[5])
     steps = con.execute("SELECT status, turn FROM steps WHERE query_id <> ?", [first[0]])
     assert steps.fetchall() == [("cost_limit", 1)] * 3
+
+
+def test_cost_guard_counts_every_priced_call_and_names_what_was_not_started():
+    prices = Prices({"name": "smollm2", "pricing": "gpt-4o"})
+    guard = CostGuard(0.01, prices)
+    act = {"purpose": "act", "model": "smollm2", "prompt_tokens": 1000, "completion_tokens": 100}
+    probe = {"purpose": "diagnostic", "model": "smollm2", "prompt_tokens": None}
+    turn = {"calls": json.dumps([act, act, probe])}  # 2 x (1000 x 2.5 + 100 x 10) / 1e6
+    guard.add([turn])
+    assert guard.spent == pytest.approx(0.007) and not guard.reached
+    guard.add([turn])
+    assert guard.reached
+    todo: queue.Queue = queue.Queue()
+    for name in ("q1", "q2"):
+        todo.put(name)
+    ended = list(guard.not_started(todo, "cell"))
+    assert [q for q, _ in ended] == ["q1", "q2"] and todo.empty()
+    assert {(s.status, s.action, s.done) for _, s in ended} == {(StepStatus.COST_LIMIT, "", True)}
+    assert (
+        "model.cost_limit = 0.01 USD" in ended[0][1].error
+        and "0.014 USD spent" in ended[0][1].error
+    )
+    assert outcome_for_status(StepStatus.COST_LIMIT) is Outcome.COST_LIMIT
