@@ -64,6 +64,7 @@ from pipeline.config import compose, config_hash
 from pipeline.core import App, Query
 from pipeline.errors import ConfigError, EnvironmentFailure
 from pipeline.generate import generate, read_queries
+from pipeline.pricing import Prices
 from pipeline.records import code_version
 from pipeline.runner import play
 from pipeline.scoring import cell_row, episode_records
@@ -175,7 +176,9 @@ class Player:
     def records(self, query: Query, cell: Cell, rows: list[dict[str, Any]]) -> dict[str, Any]:
         """The episode's rows of `episodes`, `steps` and `calls`, and its cell's of `cells`."""
         digest = config_hash(run_hash(self.cfg), cell.model)
-        episode, steps, calls = episode_records(self.app, cell, query, rows, digest, code_version())
+        episode, steps, calls = episode_records(
+            self.app, cell, query, rows, digest, code_version(), Prices(self.cfg.model)
+        )
         return {
             "episode": episode,
             "steps": steps,

@@ -1,6 +1,6 @@
 """Shards of earlier schema versions rewritten into the current ones, losing nothing.
 
-pipeline/datadir.py calls `upgrade` once per data directory (data layout 2 -> 3), under its
+pipeline/datadir.py calls `upgrade` once per data directory (data layout 2 or 3 -> 4), under its
 lock: every result shard (queries, episodes, steps, calls, cells) and work file
 (transcripts, checkpoint chunks) whose `netgauge.schema_version` is older than this
 code's is rewritten in place, atomically, with its config hash kept (so no stage redoes
@@ -18,8 +18,10 @@ What the columns added since hold in a shard written before them:
     episodes     task "mitigate"; score 1 if correct else 0; answer null; commands, blocked,
                  bytes_read and diagnostics counted from the cell's steps and calls shards
                  (0 when they are missing); turn_budget 0; read_budget null
-    calls        cache null (no response cache then)
-    episodes     (layout 4) trial 0 and trial_of its variant: one play of each query
+    calls        (layout 4) cache null (no response cache then); cached_tokens and
+                 cost_usd null (not recorded or priced then)
+    episodes     (layout 4) trial 0 and trial_of its variant: one play of each query;
+                 cost_usd null
 """
 
 from __future__ import annotations

@@ -20,10 +20,11 @@ Answer = Callable[[dict[str, Any]], str | ToolCall]
 
 @contextlib.contextmanager
 def chat_endpoint(
-    answer: Answer, serial: bool = True
+    answer: Answer, serial: bool = True, cached_tokens: int | None = None
 ) -> Iterator[tuple[str, list[dict[str, Any]]]]:
     """(base URL ending in /v1, the request bodies received so far). `serial`: one
-    `answer` call at a time; otherwise concurrent requests are answered concurrently."""
+    `answer` call at a time; otherwise concurrent requests are answered concurrently.
+    `cached_tokens`: reported in usage.prompt_tokens_details, as OpenAI does."""
     seen: list[dict[str, Any]] = []
     lock = threading.Lock()
 
@@ -51,6 +52,8 @@ def chat_endpoint(
                 self.wfile.write(b"data: " + json.dumps(piece).encode() + b"\n\n")
             prompt = sum(len(m.get("content", "")) for m in body.get("messages", [])) // 4
             usage = {"choices": [], "usage": {"prompt_tokens": prompt, "completion_tokens": 7}}
+            if cached_tokens is not None:
+                usage["usage"]["prompt_tokens_details"] = {"cached_tokens": cached_tokens}
             self.wfile.write(b"data: " + json.dumps(usage).encode() + b"\n\ndata: [DONE]\n\n")
 
         def _whole(self, body: dict[str, Any], text: str | ToolCall) -> None:
@@ -65,6 +68,9 @@ def chat_endpoint(
                 }
                 finish = "tool_calls"
             prompt = sum(len(str(m.get("content") or "")) for m in body.get("messages", [])) // 4
+            details = {}
+            if cached_tokens is not None:
+                details = {"prompt_tokens_details": {"cached_tokens": cached_tokens}}
             data = json.dumps(
                 {
                     "id": "chatcmpl-0",
@@ -76,7 +82,8 @@ def chat_endpoint(
                         "prompt_tokens": prompt,
                         "completion_tokens": 7,
                         "total_tokens": prompt + 7,
-                    },
+                    }
+                    | details,
                 }
             ).encode()
             self.send_response(200)

@@ -15,6 +15,7 @@ import pytest
 
 from pipeline.config import compose
 from pipeline.llm.models import ModelPool
+from pipeline.pricing import price_table
 from pipeline.run import run_cell
 from pipeline.serving.cache import ResponseCache
 from pipeline.serving.client import HIT, MISS, ChatClient, ChatResult, Sampling, ToolCall
@@ -185,9 +186,10 @@ def test_concurrent_writers_never_show_a_torn_entry(tmp_path):
     assert not list(tmp_path.rglob("*.tmp"))  # no writer left its temporary file
 
 
-def _cell(data: Path, url: str) -> object:
+def _cell(data: Path, url: str, *more: str) -> object:
     return compose(
         [
+            *more,
             "app=malt",
             "level=1",
             "queries=2",
@@ -205,24 +207,38 @@ def test_a_rerun_asks_the_model_nothing_and_scores_the_same(tmp_path, monkeypatc
     """A cell scored again from scratch (a changed scorer or report: here a fresh data
     directory sharing the cache) opens no endpoint (a managed server would not start),
     makes no request and gives the same rows; the calls table says each call was a
-    miss, then a hit."""
+    miss, then a hit, and a hit costs nothing (its tokens, replayed, were paid once)."""
     monkeypatch.setenv("NETGAUGE_CACHE_DIR", str(tmp_path / "shared-cache"))
     reply = "```python\ndef process_graph(graph):\n    return len(graph.nodes)\n```"
-    with chat_endpoint(lambda body: reply) as (url, seen):
-        run_cell(_cell(tmp_path / "first", url))
+    priced = "model.pricing=gpt-4o-mini"  # operational: the same cache entries
+    with chat_endpoint(lambda body: reply, cached_tokens=3) as (url, seen):
+        run_cell(_cell(tmp_path / "first", url, priced))
         asked = len(seen)
 
         def no_endpoint(*args, **kwargs):
             raise AssertionError("a rerun of cached requests opened the model's endpoint")
 
         monkeypatch.setattr("pipeline.llm.models.open_endpoint", no_endpoint)  # no server
-        run_cell(_cell(tmp_path / "again", url))
+        run_cell(_cell(tmp_path / "again", url, priced))
         assert asked >= 2 and len(seen) == asked  # the rerun: zero requests
-    query = "SELECT query_id, turn, call_index, response, latency_s, cache FROM calls ORDER BY ALL"
+    query = (
+        "SELECT query_id, turn, call_index, response, latency_s, prompt_tokens, cached_tokens,"
+        " cache, cost_usd FROM calls ORDER BY ALL"
+    )
     first = connect(tmp_path / "first").execute(query).fetchall()
     again = connect(tmp_path / "again").execute(query).fetchall()
-    assert {row[-1] for row in first} == {"miss"} and {row[-1] for row in again} == {"hit"}
-    assert [row[:-1] for row in again] == [row[:-1] for row in first]
+    assert {row[-2] for row in first} == {"miss"} and {row[-2] for row in again} == {"hit"}
+    assert [row[:-2] for row in again] == [row[:-2] for row in first]
+    assert {row[6] for row in again} == {3}  # the server's cached prompt tokens, replayed
+    price = price_table()["gpt-4o-mini"]
+    for row in first:  # a miss is paid: 3 of its prompt tokens at the cached-input price
+        assert row[-1] == pytest.approx(price.cost(row[5], 7, 3)) and row[-1] > 0
+    assert {row[-1] for row in again} == {0.0}
+    cost = "SELECT sum(cost_usd) FROM episodes"
+    assert connect(tmp_path / "first").execute(cost).fetchone()[0] == pytest.approx(
+        sum(row[-1] for row in first)
+    )
+    assert connect(tmp_path / "again").execute(cost).fetchone()[0] == 0.0
     verdicts = "SELECT query_id, outcome, correct, safe FROM episodes ORDER BY query_id"
     assert (
         connect(tmp_path / "again").execute(verdicts).fetchall()

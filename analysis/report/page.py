@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis.leaderboard import Composite, display
 from analysis.report.data import ReportData
 from analysis.report.figures import label
 
@@ -180,6 +181,43 @@ def _figure(name: str, title: str, files: Mapping[str, Path], note: str | None =
     return out
 
 
+def _leaderboard(data: ReportData) -> list[str]:
+    """One table per board: overall, then each app, then each task kind; then the cost
+    per cell."""
+    board = data.leaderboard
+    out = [
+        '<h2 id="leaderboard">Leaderboard</h2>',
+        f"<p>Model × agent ranked by the composite {html.escape(Composite().label)} per "
+        "distinct query (NetArena's rule; <code>python -m analysis leaderboard "
+        "--composite</code> sets another), ties broken by fewer turns per episode. Intervals "
+        "are Wilson 95 % over distinct queries. Neighbours share a <i>band</i> unless their "
+        "intervals are apart or the paired test on the queries both played (McNemar, "
+        "paired bootstrap; it compares correctness) tells them apart; <i>vs next</i> says "
+        "which. Efficiency is per episode and per correct episode; USD from "
+        "<code>conf/pricing.yaml</code> (– where a cost is unknown). The overall board pools "
+        "every app and task kind: read it beside the per-task boards.</p>",
+    ]
+    if data.leaderboard_missing:
+        out.append(f'<p class="missing">No data yet: {html.escape(data.leaderboard_missing)}.</p>')
+    elif board.empty:
+        out.append('<p class="note">(nothing to show)</p>')
+    groups = board.groupby(["scope", "group"], sort=False) if not board.empty else []
+    for (scope, group), part in groups:
+        title = "Overall" if scope == "overall" else f"{scope}: {group}"
+        out.append(f'<h3 class="board" data-scope="{html.escape(scope)}">{html.escape(title)}</h3>')
+        shown = display(part).assign(
+            agent=[label(m, a) for m, a in zip(part["model"], part["agent"], strict=True)]
+        )
+        out.append(_table(shown.drop(columns="model")))
+    out.append("<h3>Cost per cell</h3>")
+    if data.cost is None:
+        out.append(f'<p class="missing">No data yet: {html.escape(data.cost_missing or "")}.</p>')
+    else:
+        cost = data.cost.round(6)
+        out.append(_table(cost.astype(object).where(cost.notna(), "–")))
+    return out
+
+
 def _kinds(data: ReportData) -> list[str]:
     out = []
     for name, (frame, why) in data.kinds.items():
@@ -227,6 +265,7 @@ def render(data: ReportData, files: Mapping[str, Path], meta: Mapping[str, str])
         "<h1>NetGauge report</h1>",
         f"<ul>{facts}</ul>",
         '<p id="image-status">images: loading…</p>',
+        *_leaderboard(data),
         "<h2>Per cell</h2>",
         "<p>Correctness and safety with 95 % intervals: normal (SEM, as NetArena reports) "
         "and Wilson (stays inside [0, 100] and is honest at 0 % and 100 %).</p>",

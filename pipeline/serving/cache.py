@@ -16,8 +16,9 @@ and its reply replaces the entry. A cache that cannot be written (a full disk, a
 of someone else's) is a warning: the reply is used, only not kept.
 
 A hit returns the reply as first received, with its measurements (latency, time to first
-token, tokens per second) as measured then, so a rerun reproduces the rows it replays;
-`ChatResult.cache` says which it was.
+token, tokens per second, the server's cached prompt tokens) as measured then, so a rerun
+reproduces the rows it replays; `ChatResult.cache` says which it was, and a hit's
+`calls.cost_usd` is 0 (pipeline/pricing.py: its tokens were not paid again).
 """
 
 from __future__ import annotations
@@ -82,6 +83,8 @@ def _result(value: Any) -> ChatResult | None:
         ("latency_s", "ttft_s", "tokens_per_s"),
     )
     if not all(_number(value[k], int) for k in counts):
+        return None
+    if value["cached_tokens"] is not None and not _number(value["cached_tokens"], int):
         return None
     if not all(_number(value[k], int | float) for k in seconds):
         return None

@@ -83,6 +83,9 @@ class ChatResult:
     model: str
     tool_calls: tuple[ToolCall, ...] = ()
     cache: str | None = None  # HIT (replayed from the response cache), MISS, None (no cache)
+    # Prompt tokens the server read from its prompt cache (usage.prompt_tokens_details;
+    # priced as cached input, pipeline/pricing.py); None when it did not say.
+    cached_tokens: int | None = None
 
 
 class ChatClient:
@@ -253,6 +256,7 @@ class ChatClient:
             tool_calls=tuple(
                 ToolCall(found[0], "".join(found[1:])) for _, found in sorted(calls.items())
             ),
+            cached_tokens=_cached(usage),
         )
 
     def _chunk(self, data: str) -> dict[str, Any]:
@@ -412,3 +416,10 @@ def _server_message(payload: Any) -> str:
         if payload.get("message"):
             return str(payload["message"])
     return str(payload)[:500] or "(empty body)"
+
+
+def _cached(usage: dict[str, Any]) -> int | None:
+    details = usage.get("prompt_tokens_details")
+    if not isinstance(details, dict) or details.get("cached_tokens") is None:
+        return None
+    return _count(details.get("cached_tokens"))
