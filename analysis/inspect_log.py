@@ -320,7 +320,9 @@ def import_inspect(logs: Iterable[str | Path], data_dir: str | Path) -> list[Cel
     `cells` shards, one cell per (app, Inspect model, agent, level, seed, queries,
     variant), rows exactly as its scorer judged them; return the cells written. A sample
     the scorer did not judge (it failed) is named in the DataError raised, and so is a
-    log of more than one epoch (repeated plays of a query need a trial column)."""
+    log of more than one epoch: NetGauge's repeated trial t > 0 is a variant of its own
+    whose sampling seed NetGauge derives from model.seed (pipeline/trials.py), while an
+    epoch is sampled by Inspect's provider, so epochs are not imported as trials."""
     cells: dict[Cell, dict[str, list[dict[str, Any]]]] = {}
     for location in logs:
         log = read_eval_log(str(location))
@@ -328,7 +330,8 @@ def import_inspect(logs: Iterable[str | Path], data_dir: str | Path) -> list[Cel
             if sample.epoch != 1:
                 raise DataError(
                     f"{location}: sample {sample.id} is of epoch {sample.epoch}; only one "
-                    "play per query can be imported (run `inspect eval` with --epochs 1)"
+                    "play per query can be imported (run `inspect eval` with --epochs 1; "
+                    "NetGauge's own repeated trials are a grid's `trials`)"
                 )
             score = (sample.scores or {}).get(SCORER)
             if score is None or not score.metadata or "episode" not in score.metadata:

@@ -25,6 +25,9 @@ from pipeline.errors import ConfigError
 PRICING_FILE = Path(__file__).resolve().parent.parent / "conf" / "pricing.yaml"
 KINDS = ("input", "cached_input", "output")
 PER = 1_000_000
+# `calls.cache` of a response-cache hit: pipeline.serving.client.HIT, which this module
+# cannot import (serving's config reads prices; tests/test_cost.py checks they agree).
+CACHE_HIT = "hit"
 
 
 @dataclass(frozen=True)
@@ -98,9 +101,7 @@ class Prices:
     def call_cost(self, call: Mapping[str, Any]) -> float | None:
         """One recorded call's cost (a transcript's call dict or a `calls` row); 0 for a
         response-cache hit, whose tokens were not paid again."""
-        from pipeline.serving.client import HIT  # at import time, a cycle via serving.config
-
-        if call.get("cache") == HIT:
+        if call.get("cache") == CACHE_HIT:
             return 0.0
         price = self.get(str(call.get("model", call.get("served_model", ""))))
         prompt, completion = call.get("prompt_tokens"), call.get("completion_tokens")

@@ -15,7 +15,8 @@ from pipeline.config import ROOT
 from pipeline.core import Outcome, StepStatus, outcome_for_status
 from pipeline.costlimit import CostGuard
 from pipeline.errors import ConfigError
-from pipeline.pricing import Price, Prices, price_table
+from pipeline.pricing import CACHE_HIT, Price, Prices, price_table
+from pipeline.serving.client import HIT
 from pipeline.serving.config import model_config
 from pipeline.views import connect
 from tests.chat_endpoint import chat_endpoint
@@ -41,6 +42,7 @@ def test_a_response_cache_hit_costs_nothing():
     assert prices.call_cost(call | {"cache": "hit"}) == 0.0
     assert prices.call_cost(call | {"model": "unpriced", "cache": "hit"}) == 0.0
     assert prices.call_cost(call | {"model": "unpriced"}) is None
+    assert CACHE_HIT == HIT  # what the client records is what pricing reads
 
 
 def test_local_models_price_zero_and_say_so():
