@@ -14,19 +14,18 @@ from pathlib import Path
 import pytest
 
 from pipeline.config import compose
-from pipeline.llm.models import ModelPool
+from pipeline.llm.models import ModelPool, cache_settings
 from pipeline.pricing import price_table
 from pipeline.run import run_cell
 from pipeline.serving.cache import ResponseCache
 from pipeline.serving.client import HIT, MISS, ChatClient, ChatResult, Sampling, ToolCall
 from pipeline.serving.config import VllmModelConfig
 from pipeline.trials import trial_model
-from pipeline.variants import result_settings
 from pipeline.views import connect
 from tests.chat_endpoint import chat_endpoint
 
 MESSAGES = [{"role": "user", "content": "How many ports?"}]
-SETTINGS = result_settings(dataclasses.asdict(VllmModelConfig()), VllmModelConfig)
+SETTINGS = cache_settings(VllmModelConfig())
 
 
 def ask(url: str, cache: ResponseCache | None, messages=MESSAGES, **options) -> ChatResult:
@@ -89,11 +88,14 @@ def test_only_result_settings_of_the_model_key_its_entries(tmp_path):
     key = ResponseCache(tmp_path, SETTINGS).key(body)
 
     def settings(**changes) -> dict:
-        cfg = dataclasses.replace(VllmModelConfig(), **changes)
-        return result_settings(dataclasses.asdict(cfg), VllmModelConfig)
+        return cache_settings(dataclasses.replace(VllmModelConfig(), **changes))
 
-    # operational settings cannot change a reply: the same entry
-    for same in ({"max_in_flight": 1}, {"cache": True}, {"headers": {"X-Org": "a"}}):
+    # operational settings, and a cell's cost limit, cannot change a reply: the same entry
+    same_entry = (
+        {"max_in_flight": 1}, {"cache": True}, {"headers": {"X-Org": "a"}},
+        {"pricing": "gpt-4o"}, {"cost_limit": 0.5},
+    )  # fmt: skip
+    for same in same_entry:
         assert ResponseCache(tmp_path, settings(**same)).key(body) == key
     for other in ({"weights": "Qwen/Qwen2.5-7B-Instruct"}, {"dtype": "float32"}):
         assert ResponseCache(tmp_path, settings(**other)).key(body) != key

@@ -140,8 +140,7 @@ class ModelPool:
     def _cache(self, model: VllmModelConfig) -> ResponseCache | None:
         if not model.cache:
             return None
-        settings = result_settings(dataclasses.asdict(model), VllmModelConfig)  # all that
-        return ResponseCache(Layout(self._data_dir).cache, settings)  # can change a reply
+        return ResponseCache(Layout(self._data_dir).cache, cache_settings(model))
 
     def _open(self, model: VllmModelConfig) -> ChatClient:
         endpoint = self._starter.submit(
@@ -171,3 +170,12 @@ class ModelPool:
         client = asyncio.run_coroutine_threadsafe(make(), self._loop).result()
         self._clients.append(client)
         return client
+
+
+def cache_settings(model: VllmModelConfig) -> dict[str, Any]:
+    """What of a model config keys its cached replies: its result settings (all that can
+    change a reply) but its cost limit, which changes which queries a cell plays, never
+    what the model answers to one."""
+    settings = result_settings(dataclasses.asdict(model), VllmModelConfig)
+    settings.pop("cost_limit", None)
+    return settings

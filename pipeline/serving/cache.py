@@ -5,7 +5,8 @@ of {"model": the model config's result settings, "request": the request body as 
 so the messages, tools, tool_choice, response_format and every sampling parameter
 (temperature, max_tokens and the sampling seed) are in it; a request with another seed
 is another entry, never served across seeds. Operational settings (venv, headers,
-requests in flight, the cache switch itself) cannot change a reply and are left out.
+requests in flight, pricing, the cache switch itself) and the cell's cost limit cannot
+change a reply and are left out (pipeline/llm/models.cache_settings).
 
 Entries are `<cache>/responses/<key[:2]>/<key>.json` (`Layout.cache`, shared by data
 directories through `$NETGAUGE_CACHE_DIR`), written whole (pipeline/files.py: a
