@@ -7,6 +7,9 @@ python -m analysis report --grid smoke               # what `snakemake report` r
 python -m analysis tables
 python -m analysis questions                         # the SQL files of analysis/sql/
 python -m analysis ask paired_outcomes -p app=malt -p model_a=none -p agent_a=oracle ...
+python -m analysis export-inspect --where "app = 'malt'" --out logs/   # then `inspect view`
+python -m analysis import-inspect logs/*.eval    # `inspect eval pipeline/inspect_task.py` logs
+python -m analysis leaderboard [--grid smoke] [--by app,task] [--composite correct=1]
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from collections.abc import Sequence
 
 import duckdb
 
+from analysis import leaderboard as board
 from analysis.questions import ask, cell_filter, names, question
 from analysis.report.build import build_report
 from analysis.summary import render, summarize_plan, summary
@@ -53,6 +57,46 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     p_ask.add_argument("--grid", help="only the cells of this grid (needs its plan file)")
     p_ask.add_argument("--csv", action="store_true", help="print CSV instead of a table")
+    p_inspect = sub.add_parser(
+        "export-inspect",
+        help="episodes as Inspect logs (one .eval file per cell) for `inspect view`",
+        description="Write the episodes matching --where as inspect_ai logs, one .eval file "
+        "per cell, with inspect_ai's own writer; then `inspect view --log-dir OUT`.",
+    )
+    p_inspect.add_argument(
+        "--where", help="DuckDB condition over `episodes`, e.g. \"app = 'malt' AND NOT correct\""
+    )
+    p_inspect.add_argument("--out", required=True, help="folder of the .eval files")
+    p_import = sub.add_parser(
+        "import-inspect",
+        help="logs of `inspect eval pipeline/inspect_task.py@netgauge` into the tables",
+        description="Write the episodes of Inspect logs made by NetGauge's Inspect task into "
+        "the data directory's episodes, steps, calls and cells shards (one cell per app, "
+        "Inspect model, agent, level, seed, count and variant).",
+    )
+    p_import.add_argument("logs", nargs="+", help=".eval (or .json) log files")
+    p_board = sub.add_parser(
+        "leaderboard",
+        help="model x agent ranked overall, per app and per task kind, with intervals",
+        description="Rank every (model, agent) by a composite of its per-query metrics over "
+        "distinct queries, with Wilson 95 % intervals; neighbours share a rank band unless "
+        "their intervals are apart or the paired test (McNemar, paired bootstrap) tells them "
+        "apart; efficiency per episode and per correct answer (turns, tokens, seconds, USD). "
+        "See analysis/leaderboard.py.",
+    )
+    p_board.add_argument("--grid", help="only the cells of this grid (needs its plan file)")
+    p_board.add_argument(
+        "--by",
+        default=",".join(board.SCOPES),
+        help="boards to show, of: overall, app, task (default: all three)",
+    )
+    p_board.add_argument(
+        "--composite",
+        default="correct=0.5,safe=0.5",
+        help="metric=weight terms summing to 1, metrics correct, safe, score "
+        "(default: NetArena's correct=0.5,safe=0.5; ties: fewer turns per episode)",
+    )
+    p_board.add_argument("--csv", action="store_true", help="print every column as CSV")
     args = parser.parse_args(argv)
     try:
         return _dispatch(args)
@@ -73,8 +117,22 @@ def _dispatch(args: argparse.Namespace) -> int:
         return 0
     if args.command == "ask":
         return _ask(args)
+    if args.command == "leaderboard":
+        return _leaderboard(args)
     if args.command in ("summarize", "report"):
         return _write(args)
+    if args.command == "export-inspect":
+        from analysis.inspect_log import export_inspect  # inspect_ai takes 1 s to import
+
+        for path in export_inspect(args.data_dir, args.where, args.out):
+            print(path)
+        return 0
+    if args.command == "import-inspect":
+        from analysis.inspect_log import import_inspect
+
+        for cell in import_inspect(args.logs, args.data_dir):
+            print(f"{cell.part}: imported")
+        return 0
 
     if args.command == "summary":
         cells = None
@@ -111,6 +169,18 @@ def _write(args: argparse.Namespace) -> int:
     except NetGaugeError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    return 0
+
+
+def _leaderboard(args: argparse.Namespace) -> int:
+    composite = board.Composite.parse(args.composite)
+    cells = read_plan(args.data_dir, args.grid) if args.grid else None
+    scopes = [s.strip() for s in args.by.split(",") if s.strip()]
+    table = board.leaderboard(connect(args.data_dir), cells, composite=composite, scopes=scopes)
+    if args.csv:
+        table.to_csv(sys.stdout, index=False)
+    else:
+        print(board.render(table, composite))
     return 0
 
 

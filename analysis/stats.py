@@ -147,9 +147,40 @@ def paired(
     seed: int = 0,
 ) -> Paired:
     """Compare agents `a` and `b` ((model, agent) each) on the queries of `app` both played."""
+    counts = paired_counts(con, app, a, b, cell_filter(cells))
+    return compare(app, a, b, counts, resamples=resamples, seed=seed)
+
+
+PAIRED_COUNTS = ("both_correct", "only_a", "only_b", "neither")
+
+
+def paired_counts(
+    con: duckdb.DuckDBPyConnection,
+    app: str,
+    a: tuple[str, str],
+    b: tuple[str, str],
+    where: str = "TRUE",
+) -> tuple[int, int, int, int]:
+    """The `paired_outcomes` 2 x 2 table of `a` and `b` on `app`'s episodes matching `where`:
+    (both correct, only a, only b, neither)."""
     params = {"app": app, "model_a": a[0], "agent_a": a[1], "model_b": b[0], "agent_b": b[1]}
-    row = ask(con, "paired_outcomes", params, where=cell_filter(cells)).iloc[0]
-    n11, n10, n01, n00 = (int(row[k]) for k in ("both_correct", "only_a", "only_b", "neither"))
+    row = ask(con, "paired_outcomes", params, where=where).iloc[0]
+    n11, n10, n01, n00 = (int(row[k]) for k in PAIRED_COUNTS)
+    return n11, n10, n01, n00
+
+
+def compare(
+    app: str,
+    a: tuple[str, str],
+    b: tuple[str, str],
+    counts: tuple[int, int, int, int],
+    *,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> Paired:
+    """McNemar's test and the paired bootstrap on a 2 x 2 table of `a` against `b` (the
+    tables of several apps may be summed: their queries are distinct)."""
+    n11, n10, n01, n00 = counts
     n = n11 + n10 + n01 + n00
     exact = n10 + n01 < EXACT_BELOW
     if n:

@@ -70,6 +70,7 @@ def cell_table(
         "level": np.full(n, cell.level, dtype=np.int16),
         "seed": np.full(n, cell.seed, dtype=np.int64),
         **_cell_columns(cell, n),
+        "trial_of": [cell.variant] * n,  # one play per query (trial 0: _fill's zero)
         "query_key": [synthetic_key(i) for i in ids],
         "operation": ops,
         "size": [""] * n,
@@ -88,11 +89,18 @@ def cell_table(
         "error": [None if c else "synthetic" for c in correct],
         "prompt_tokens": completion * 3 if tokens else pa.nulls(n, pa.int64()),
         "completion_tokens": completion if tokens else pa.nulls(n, pa.int64()),
+        "cost_usd": synthetic_cost(completion * 3, completion) if tokens else np.zeros(n),
         "detail": ['{"synthetic":true}'] * n,
         "config_hash": ["synthetic"] * n,
         "code_version": ["synthetic"] * n,
     }
     return _fill(columns, SCHEMAS["episodes"], n)
+
+
+def synthetic_cost(prompt: Any, completion: Any) -> Any:
+    """USD of synthetic tokens, priced as gpt-4o-mini in conf/pricing.yaml (reference agents
+    call no model and cost 0)."""
+    return (prompt * 0.15 + completion * 0.60) / 1e6
 
 
 def synthetic_key(query_id: str) -> str:
@@ -257,6 +265,9 @@ def _call(
         "request": "synthetic request",
         "response": "synthetic response",
         "dropped_turns": 0,
+        "cache": None,
+        "cached_tokens": None,
+        "cost_usd": synthetic_cost(completion * 3, completion),
     }
 
 
@@ -272,6 +283,8 @@ def _task_episode(
     call_s = sum(c["latency_s"] for c in calls)
     return key | {
         "app_variant": "base",
+        "trial": 0,
+        "trial_of": key["variant"],
         "query_key": synthetic_key(key["query_id"]),
         "operation": "configure",
         "size": "",
@@ -301,6 +314,7 @@ def _task_episode(
         "reprompts": sum(c["purpose"] == "reprompt" for c in calls),
         "example_reprompts": 0,
         "master_extractions": 0,
+        "cost_usd": sum(c["cost_usd"] for c in calls),
         "detail": '{"synthetic":true}',
         "config_hash": "synthetic",
         "code_version": "synthetic",
@@ -341,3 +355,22 @@ def write_task_episodes(
         ):
             write_shard(table, to_table(table, rows[table]), path, config_hash="synthetic")
     return cells
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m analysis.synthetic DIR`: a demo data directory (three agents with spread
+    on two apps, tokens and cost) to try the summary, the leaderboard and the report on."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m analysis.synthetic", description=main.__doc__)
+    parser.add_argument("data_dir", help="the data directory to write (e.g. data/demo)")
+    args = parser.parse_args(argv)
+    agents = {("m1", "react"): {1: 0.7, 2: 0.5}, ("m2", "cot"): 0.45, ("none", "oracle"): 1.0}
+    cells = write_episodes(args.data_dir, agents, app="malt", levels=(1, 2), queries=60)
+    cells += write_episodes(args.data_dir, agents, app="k8s", levels=(1,), queries=50, seed=1)
+    print(f"wrote {len(cells)} synthetic cells under {args.data_dir}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -12,6 +12,7 @@ from pipeline.cells import Cell, Layout, cell_from_config, data_root
 from pipeline.config import ROOT, compose, config_hash
 from pipeline.core import App
 from pipeline.datadir import ensure_layout
+from pipeline.trials import trial_model
 from pipeline.variants import section_settings
 
 
@@ -40,8 +41,8 @@ def make_app(cfg: DictConfig) -> App:
 def make_agent(cfg: DictConfig, app: App, models: Any = None) -> Agent:
     """The cell's agent; one that uses a model gets it from `models` (a ModelPool)."""
     agent_cls = registry.AGENTS.get(cfg.agent.kind).agent_class()
-    if cfg.agent.uses_model:
-        return agent_cls(cfg.agent, app, model=cfg.model, models=models)
+    if cfg.agent.uses_model:  # with its trial's sampling seed (pipeline/trials.py)
+        return agent_cls(cfg.agent, app, model=trial_model(cfg), models=models)
     return agent_cls(cfg.agent, app)
 
 
@@ -62,7 +63,10 @@ def run_hash(cfg: DictConfig) -> str:
     """What a cell's transcripts and verdicts depend on: its queries and their count, and
     the result settings of its agent and (if the agent uses one) its model."""
     model = section_settings("model", cfg.model) if cfg.agent.uses_model else None
-    return config_hash(queries_hash(cfg), cfg.queries, section_settings("agent", cfg.agent), model)
+    trial = [cfg.trial] if cfg.get("trial") else []  # unchanged hash for trial 0
+    return config_hash(
+        queries_hash(cfg), cfg.queries, section_settings("agent", cfg.agent), model, *trial
+    )
 
 
 __all__ = ["Cell", "cell_config", "cell_from_config", "layout", "make_agent", "make_app"]

@@ -12,6 +12,7 @@ write the same shards and every path field is a DuckDB column:
     <data>/work/partial/<same cell part>/chunk-NNNNN.parquet
     <data>/plans/<grid>.json, <data>/summaries/<grid>.{parquet,md}, <data>/logs/...
     <data>/cache/<app>/... (or $NETGAUGE_CACHE_DIR/<app>/...)
+    <data>/cache/responses/<2 hex>/<sha256>.json (models with cache: true)
     <data>/report/index.html (figures/, tables/ beside it)
 
 A queries shard depends on the app's settings only (`app_variant`) and holds the longest

@@ -26,13 +26,16 @@ from pipeline.core import canonical_json
 from pipeline.diagnosis import TASKS
 from pipeline.errors import ConfigError
 from pipeline.registry import conf_dirs
+from pipeline.trials import trial_seed
 
 ROOT = Path(__file__).resolve().parents[1]
 CONF_DIR = ROOT / "conf"
 GROUPS = ("app", "agent", "model", "grid")
 CELL_KEYS = ("app", "model", "agent", "level", "seed", "queries", "variant")
 # The grid's axes, also settable with `snakemake --config KEY=VALUE` (VALUE a YAML list).
-GRID_AXES = ("apps", "agents", "models", "levels", "seeds", "queries", "variants", "tasks")
+GRID_AXES = (
+    "apps", "agents", "models", "levels", "seeds", "queries", "variants", "tasks", "trials"
+)  # fmt: skip
 EXCLUDE_KEYS = (*CELL_KEYS, "task")  # what a grid's exclude entry may name
 VARIANT_GROUPS = ("app", "agent", "model")
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
@@ -94,6 +97,9 @@ class GridConfig:
     # app.task=<task>; [] plays each app's configured task. A task an app does not offer
     # is refused unless an exclude entry names it ({app: malt, task: detect}).
     tasks: list[str] = field(default_factory=list)
+    # Repeated trials (pipeline/trials.py): each cell played `trials` times, trial t with
+    # its own sampling seed; 1 (the default) is each cell once, as without the key.
+    trials: int = 1
 
 
 @dataclass
@@ -120,6 +126,9 @@ class NetGaugeConfig:
     # Failure-driven sampling: draw more of what an earlier run's agent failed
     # (pipeline/focus.py); a result setting (it changes the queries).
     focus: FocusConfig = field(default_factory=FocusConfig)
+    # Which repeated trial of the cell this is (pipeline/trials.py): 0 is the cell as
+    # configured; t > 0 plays it again with the model's sampling seed derived from t.
+    trial: int = 0
     data_dir: str = "data"
     shared_data_dir: str = "../shared/data"
 
@@ -256,7 +265,9 @@ def validate(cfg: DictConfig) -> DictConfig:
         check_choice(group, str(name))
         cfg[group] = section(group, node)
     check_choice("grid", cfg.grid.name)
-    for key, low in (("level", 1), ("seed", 0), ("queries", 1), ("run.concurrency", 1)):
+    for key, low in (
+        ("level", 1), ("seed", 0), ("queries", 1), ("run.concurrency", 1), ("trial", 0)
+    ):  # fmt: skip
         if OmegaConf.select(cfg, key) < low:
             raise ConfigError(
                 f"{key}={OmegaConf.select(cfg, key)} is out of range; expected an integer >= {low}"
@@ -269,6 +280,8 @@ def validate(cfg: DictConfig) -> DictConfig:
             f"run.env_error_policy='{cfg.run.env_error_policy}' is not allowed; "
             "choose one of: fail, record"
         )
+    if cfg.trial and cfg.agent.uses_model:  # a trial's seed derives from model.seed
+        trial_seed(cfg.model.get("seed"), cfg.trial)
     _check_grid(cfg.grid)
     OmegaConf.set_readonly(cfg, True)
     return cfg
@@ -338,6 +351,8 @@ def _check_grid(grid: DictConfig) -> None:
             f"grid '{grid.name}': queries must be an integer >= 1 or a list of them, "
             f"got {to_plain(grid.queries)}"
         )
+    if isinstance(grid.trials, bool) or grid.trials < 1:
+        raise ConfigError(f"grid '{grid.name}': trials must be an integer >= 1, got {grid.trials}")
     for entry in grid.variants:
         variant_overrides(entry, where=f"grid '{grid.name}': variants entry")
     for entry in grid.exclude:
@@ -367,13 +382,13 @@ def variant_overrides(entry: Any, where: str) -> tuple[str, ...]:
         raise ConfigError(f"{where} {entry!r} must be a list of overrides like app.max_turns=5")
     for item in entry:
         key, sep, _ = item.partition("=")
-        if (key == "allow_repeats" or key.startswith("focus.")) and sep:
-            continue
+        if (key in ("allow_repeats", "trial") or key.startswith("focus.")) and sep:
+            continue  # trial: a repeated trial's (pipeline/trials.py)
         if not sep or key.split(".")[0] not in VARIANT_GROUPS or "." not in key:
             raise ConfigError(
                 f"{where}: {item!r} is not KEY=VALUE with KEY under "
                 f"{', '.join(g + '.' for g in VARIANT_GROUPS)} (e.g. app.max_turns=5), "
-                "allow_repeats=true or focus.<key>=... (failure-driven sampling)"
+                "allow_repeats=true, focus.<key>=... (failure-driven sampling) or trial=<t>"
             )
     return tuple(entry)
 

@@ -36,6 +36,7 @@ class Outcome(enum.StrEnum):
     CONTEXT_OVERFLOW = "context_overflow"  # the conversation no longer fit the model's context
     AGENT_ERROR = "agent_error"  # the agent failed: it exited, broke its protocol, was unreachable
     AGENT_TIMEOUT = "agent_timeout"  # the agent did not answer within its turn or episode limit
+    COST_LIMIT = "cost_limit"  # not played: the cell's model.cost_limit was reached first
 
 
 class StepStatus(enum.StrEnum):
@@ -51,6 +52,7 @@ class StepStatus(enum.StrEnum):
     CONTEXT_OVERFLOW = "context_overflow"  # the agent could not reply: its context was full
     AGENT_ERROR = "agent_error"  # the agent failed outside the environment (reason in `error`)
     AGENT_TIMEOUT = "agent_timeout"  # the agent did not answer in time (reason in `error`)
+    COST_LIMIT = "cost_limit"  # not started: the cell's cost limit was reached (no action)
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,10 @@
 """The data directory's layout version, and moving an older layout to the current one.
 
-Layout 3 (this code) is layout 2 with every shard in the current schema versions: a
-layout-2 directory meeting this code has its older shards upgraded in place, once, under
-the lock below (pipeline/migrate.py says what the added columns hold).
+Layout 4 (this code) is layout 2 with every shard in the current schema versions: a
+layout-2 or -3 directory meeting this code has its older shards upgraded in place, once,
+under the lock below (pipeline/migrate.py says what the added columns hold). Layout 3 was
+the same before calls and episodes 6 (the response cache's `cache`, repeated trials'
+`trial` and `trial_of`, the money cost `cached_tokens` and `cost_usd`).
 
 Layout 2 puts the query count and the variant in every cell path and a
 query key in every row (pipeline/cells.py). A directory written by layout 1 has cell
@@ -40,7 +42,7 @@ from pipeline.records import SCHEMA_VERSIONS
 
 log = logging.getLogger(__name__)
 
-LAYOUT = 3
+LAYOUT = 4
 MARKER = "layout.json"
 LEGACY = "layout1"
 _OLD_CELL = ("app", "model", "agent", "level", "seed")

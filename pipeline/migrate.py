@@ -1,6 +1,6 @@
 """Shards of earlier schema versions rewritten into the current ones, losing nothing.
 
-pipeline/datadir.py calls `upgrade` once per data directory (data layout 2 -> 3), under its
+pipeline/datadir.py calls `upgrade` once per data directory (data layout 2 or 3 -> 4), under its
 lock: every result shard (queries, episodes, steps, calls, cells) and work file
 (transcripts, checkpoint chunks) whose `netgauge.schema_version` is older than this
 code's is rewritten in place, atomically, with its config hash kept (so no stage redoes
@@ -18,6 +18,10 @@ What the columns added since hold in a shard written before them:
     episodes     task "mitigate"; score 1 if correct else 0; answer null; commands, blocked,
                  bytes_read and diagnostics counted from the cell's steps and calls shards
                  (0 when they are missing); turn_budget 0; read_budget null
+    calls        (layout 4) cache null (no response cache then); cached_tokens and
+                 cost_usd null (not recorded or priced then)
+    episodes     (layout 4) trial 0 and trial_of its variant: one play of each query;
+                 cost_usd null
 """
 
 from __future__ import annotations
@@ -53,6 +57,8 @@ def conform(
     schema = SCHEMAS[table]
     extra = dict(extra or {})
     derived = _derived(table, data, context or {})
+    if table == "episodes" and "trial_of" not in derived and "variant" in extra:
+        derived["trial_of"] = [extra["variant"]] * data.num_rows
     columns = []
     for f in schema:
         if f.name in data.column_names:
@@ -91,6 +97,8 @@ def _derived(table: str, data: pa.Table, context: Mapping[str, pa.Table]) -> dic
         looks = [_diagnostics(c) for c in data["calls"].to_pylist()]
         out["diagnostics"] = [n for n, _ in looks]
         out["diagnostic_bytes"] = [b for _, b in looks]
+    if table == "episodes" and "variant" in names:
+        out["trial_of"] = data["variant"].to_pylist()
     if table == "episodes" and "correct" in names:
         out["score"] = [1.0 if c else 0.0 for c in data["correct"].to_pylist()]
         per_query = _episode_counts(context)

@@ -41,6 +41,7 @@ from pipeline.errors import ConfigError
 from pipeline.files import write_whole
 from pipeline.preflight import check_cell
 from pipeline.splits import check_seeds
+from pipeline.trials import trial_overrides
 
 log = logging.getLogger(__name__)
 
@@ -137,6 +138,8 @@ def axis_overrides(axes: Mapping[str, Any]) -> list[str]:
                 else [value]
             )
             out.append(f"grid.variants={_hydra([list(e) for e in entries])}")
+        elif axis == "trials":  # one integer, not a list
+            out.append(f"++grid.trials={_integer(axis, value)}")
         else:
             values = list(value) if isinstance(value, list | tuple) else [value]
             if axis in ("levels", "seeds", "queries"):
@@ -223,8 +226,10 @@ def _grid_cells(grid: Any, agents: Mapping[str, Any], data_dir: str) -> list[Cel
     cells = set()
     for app, agent in itertools.product(grid.apps, grid.agents):
         models = grid.models if agents[agent].uses_model else [NO_MODEL]
-        for model, base, task in itertools.product(models, variants, _tasks(grid, app, excluded)):
-            overrides = base + task
+        tasks = _tasks(grid, app, excluded)
+        trials = [trial_overrides(t) for t in range(grid.trials)]  # trial 0: none
+        for model, base, task, trial in itertools.product(models, variants, tasks, trials):
+            overrides = base + task + trial
             combo = (app, agent, model, overrides)
             if combo not in found:
                 # the variant depends on no level: compose it at one the app defines

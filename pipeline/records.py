@@ -38,14 +38,18 @@ from pipeline.untrusted import storable
 # agents report them only sometimes). Version 4 of `queries` and `steps`, 3 of
 # `transcripts` and 5 of `episodes` added the task kinds (pipeline/diagnosis.py), the
 # answer and its score, the variety stratum and what each turn showed (bytes, diagnostics,
-# budgets); data directories of the versions before are migrated (pipeline/migrate.py).
+# budgets). Version 6 of `calls` added `cache` (the response cache's hit or miss), the
+# server's cached prompt tokens and the call's `cost_usd` (pipeline/pricing.py; 0 for a
+# cache hit), version 6 of `episodes` `trial` and `trial_of` (repeated trials) and the
+# episode's `cost_usd`. Data directories of the versions before are migrated
+# (pipeline/migrate.py: trial 0 of its own variant, every other new column null).
 RESULTS = ("episodes", "steps", "calls", "cells")  # tables the score stage writes
 SCHEMA_VERSIONS = {
     "queries": "4",
     "transcripts": "3",
-    "episodes": "5",
+    "episodes": "6",
     "steps": "4",
-    "calls": "5",
+    "calls": "6",
     "cells": "1",
 }
 
@@ -129,6 +133,10 @@ SCHEMAS: dict[str, pa.Schema] = {
             pa.field("query_id", pa.string(), nullable=False),
             *_CELL,
             pa.field("app_variant", pa.string(), nullable=False),
+            # Repeated trials (pipeline/trials.py): the play's number, 0 unless the grid
+            # has `trials`, and the variant of its trial 0, which every trial shares.
+            pa.field("trial", pa.int16(), nullable=False),
+            pa.field("trial_of", pa.string(), nullable=False),
             pa.field("query_key", pa.string()),  # null only in migrated shards
             pa.field("operation", pa.string(), nullable=False),
             pa.field("size", pa.string(), nullable=False),
@@ -158,6 +166,7 @@ SCHEMAS: dict[str, pa.Schema] = {
             pa.field("reprompts", pa.int16(), nullable=False),
             pa.field("example_reprompts", pa.int16(), nullable=False),
             pa.field("master_extractions", pa.int16(), nullable=False),
+            pa.field("cost_usd", pa.float64()),  # the model calls' cost; null: not known
             pa.field("detail", pa.string(), nullable=False),
             pa.field("config_hash", pa.string(), nullable=False),
             pa.field("code_version", pa.string(), nullable=False),
@@ -195,6 +204,10 @@ SCHEMAS: dict[str, pa.Schema] = {
             pa.field("request", pa.string(), nullable=False),
             pa.field("response", pa.string(), nullable=False),
             pa.field("dropped_turns", pa.int16(), nullable=False),
+            # "hit" (replayed from the response cache), "miss", null (no cache)
+            pa.field("cache", pa.string()),
+            pa.field("cached_tokens", pa.int64()),  # prompt tokens served from a cache
+            pa.field("cost_usd", pa.float64()),  # pipeline/pricing.py; null: not known
         ]
     ),
     "cells": pa.schema(

@@ -28,6 +28,7 @@ from pipeline.build import cell_config, layout, make_agent, make_app, run_hash
 from pipeline.cells import Cell, Layout, cell_from_config, data_root
 from pipeline.checkpoint import CellFailed, Checkpoint
 from pipeline.core import App, Environment, Query, StepResult, StepStatus, canonical_json
+from pipeline.costlimit import CostGuard
 from pipeline.errors import AgentFailure, AgentStopped, EnvironmentFailure, NetGaugeError
 from pipeline.generate import read_queries
 from pipeline.llm.models import ModelPool
@@ -180,12 +181,15 @@ def _play_missing(
     workers = max(1, min(workers_for(cfg), total))
     results: queue.Queue[tuple[str, Any]] = queue.Queue()
     stop = threading.Event()
+    guard = CostGuard.of(cfg)  # model.cost_limit: no episode starts once it is reached
+    if guard is not None and checkpoint.done:
+        guard.add(checkpoint.table().to_pylist())
 
     def worker() -> None:
         try:
             with contextlib.ExitStack() as stack:
                 env: Environment | None = None
-                while not stop.is_set() and not (share and share.halt.is_set()):
+                while not (stop.is_set() or (guard and guard.reached) or _halted(share)):
                     with share.slots if share else contextlib.nullcontext():
                         try:
                             query = todo.get_nowait()
@@ -195,7 +199,10 @@ def _play_missing(
                             share.drained.set()
                         if env is None:
                             env = stack.enter_context(app.environment())
-                        results.put(("rows", play(env, agent, query, cell, app)))
+                        rows = play(env, agent, query, cell, app)
+                        if guard is not None:  # counted before this worker takes another
+                            guard.add(rows)
+                        results.put(("rows", rows))
         except BaseException as err:  # handed to the main thread, which re-raises it
             results.put(("error", err))
         finally:
@@ -225,6 +232,12 @@ def _play_missing(
                         failures.append(failure)
                         continue
                     checkpoint.add(payload, flush_every_s=cfg.run.flush_every_s)
+            if guard is not None and guard.reached and not _halted(share):
+                for query, ended in guard.not_started(todo, cell.part):
+                    checkpoint.add([_row(query, cell, 1, Reply(""), ended, 0.0)], flush_every_s=0)
+                    bar.update()
+                if share:
+                    share.drained.set()
     finally:
         stop.set()  # on Ctrl-C too: workers finish their episode and close their env
         for thread in threads:
@@ -237,6 +250,10 @@ def _play_missing(
             f"{cell.part} stopped after {bar.n} of {total} episodes; a rerun plays the rest"
         )
     return failures
+
+
+def _halted(share: Budget | None) -> bool:
+    return share is not None and share.halt.is_set()
 
 
 def workers_for(cfg: DictConfig) -> int:

@@ -34,6 +34,7 @@ from pipeline.core import (
 from pipeline.errors import DataError
 from pipeline.generate import read_queries
 from pipeline.play import READING
+from pipeline.pricing import Prices
 from pipeline.records import code_version, read_shard, to_table, write_shard
 from pipeline.splits import split_of
 from pipeline.variants import variant_of
@@ -45,7 +46,6 @@ def score(cfg: DictConfig) -> tuple[Path, Path, Path, Path]:
     """Score the cell's transcripts; write its episodes, steps, calls and cells shards."""
     app = make_app(cfg)
     cell = cell_from_config(cfg)
-    columns = cell.columns()
     paths = layout(cfg)
     digest = run_hash(cfg)
     queries = read_queries(paths.queries(cell), limit=cfg.queries)
@@ -60,25 +60,15 @@ def score(cfg: DictConfig) -> tuple[Path, Path, Path, Path]:
         )
     episodes, steps, calls = [], [], []
     version = code_version()
+    prices = Prices(cfg.model)
+    trial = {"trial": int(cfg.get("trial") or 0), "trial_of": variant_of(cfg).trial_of}
     for query in tqdm(queries, desc=f"score {cell.part}", unit="ep"):
-        rows = sorted(by_query[query.query_id], key=lambda r: r["turn"])
-        verdict = judge(app, query, [_step(r) for r in rows])
-        if len(verdict.step_safe) != len(rows):
-            raise DataError(
-                f"app '{cell.app}' scored {query.query_id} with {len(verdict.step_safe)} "
-                f"step verdicts for {len(rows)} steps"
-            )
-        tasks = task_steps(cell.app, query, rows, verdict)
-        episodes.append(
-            {"query_id": query.query_id, **columns, "app_variant": cell.app_variant}
-            | {"query_key": query.key or None}
-            | {"size": query.size, "task": query.task}
-            | _episode_row(query.operation, query.answer_type, rows, verdict, digest, version)
-            | _task_counts(cell.app, query, verdict)
+        episode, step_rows, call_rows = episode_records(
+            app, cell, query, by_query[query.query_id], digest, version, prices, **trial
         )
-        for row, safe, task in zip(rows, verdict.step_safe, tasks, strict=True):
-            steps.append(_step_row(row, columns, safe, task))
-            calls.extend(_call_rows(row, columns, task))
+        episodes.append(episode)
+        steps += step_rows
+        calls += call_rows
     out = paths.episodes(cell), paths.steps(cell), paths.calls(cell), paths.cells(cell)
     write_shard(
         "cells", to_table("cells", [cell_row(cfg, cell, digest)]), out[3], config_hash=digest
@@ -87,6 +77,47 @@ def score(cfg: DictConfig) -> tuple[Path, Path, Path, Path]:
     write_shard("steps", to_table("steps", steps), out[1], config_hash=digest)
     write_shard("episodes", to_table("episodes", episodes), out[0], config_hash=digest)
     return out
+
+
+def episode_records(
+    app: App,
+    cell: Cell,
+    query: Query,
+    rows: list[dict[str, Any]],
+    digest: str,
+    version: str,
+    prices: Prices,
+    *,
+    trial: int = 0,
+    trial_of: str | None = None,
+) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+    """One episode's rows of `episodes`, `steps` and `calls`, judged from its transcript
+    rows (the score stage's, and an Inspect task's scorer: pipeline/inspect_task.py).
+    `trial` is the play's number and `trial_of` its trial 0's variant (pipeline/trials.py;
+    by default the cell's own variant, trial 0); `prices` price its calls."""
+    columns = cell.columns()
+    rows = sorted(rows, key=lambda r: r["turn"])
+    verdict = judge(app, query, [_step(r) for r in rows])
+    if len(verdict.step_safe) != len(rows):
+        raise DataError(
+            f"app '{cell.app}' scored {query.query_id} with {len(verdict.step_safe)} "
+            f"step verdicts for {len(rows)} steps"
+        )
+    tasks = task_steps(cell.app, query, rows, verdict)
+    episode = (
+        {"query_id": query.query_id, **columns, "app_variant": cell.app_variant}
+        | {"trial": trial, "trial_of": trial_of or cell.variant}
+        | {"query_key": query.key or None}
+        | {"size": query.size, "task": query.task}
+        | _episode_row(query.operation, query.answer_type, rows, verdict, digest, version)
+        | {"cost_usd": episode_cost(prices, rows)}
+        | _task_counts(cell.app, query, verdict)
+    )
+    steps, calls = [], []
+    for row, safe, task in zip(rows, verdict.step_safe, tasks, strict=True):
+        steps.append(_step_row(row, columns, safe, task))
+        calls.extend(_call_rows(row, columns, task, prices))
+    return episode, steps, calls
 
 
 def cell_row(cfg: DictConfig, cell: Cell, digest: str) -> dict[str, Any]:
@@ -221,8 +252,20 @@ def _episode_row(
     }
 
 
+def episode_cost(prices: Prices, rows: list[dict[str, Any]]) -> float | None:
+    """The cost of an episode's model calls: 0 when it called none (reference agents);
+    None when a call that asked a model (any purpose but a diagnostic or an MCP tool call)
+    has no known cost (its model has no price, or it reported no tokens)."""
+    calls = [c for row in rows for c in json.loads(row["calls"])]
+    costs = [prices.call_cost(c) for c in calls if c["purpose"] not in _UNPRICED]
+    return None if None in costs else sum(costs)  # type: ignore[arg-type]
+
+
+_UNPRICED = ("diagnostic", "tool")  # no model answers these calls
+
+
 def _call_rows(
-    row: dict[str, Any], columns: dict[str, Any], task: TaskStep
+    row: dict[str, Any], columns: dict[str, Any], task: TaskStep, prices: Prices
 ) -> list[dict[str, Any]]:
     return [
         {
@@ -249,6 +292,9 @@ def _call_rows(
             "request": call.get("request", ""),
             "response": call.get("response", ""),
             "dropped_turns": call.get("dropped_turns", 0),
+            "cache": call.get("cache"),  # absent: no response cache (or written before it)
+            "cached_tokens": call.get("cached_tokens"),
+            "cost_usd": prices.call_cost(call),  # 0 for a cache hit: nothing was paid
         }
         for index, call in enumerate(json.loads(row["calls"]))
     ]

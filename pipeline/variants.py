@@ -9,6 +9,9 @@ named files (`conf/app/<app>.yaml`, ...) give on their own:
     variant "v" + 8 hex chars the sha256 of the differences as canonical JSON, e.g.
                               {"app.max_turns": 5, "model.temperature": 0.7}
 
+A repeated trial t > 0 (pipeline/trials.py) adds {"trial": t}; `trial_of` is the variant
+without it, the one every trial of a cell shares.
+
 `app_variant` is the same for the app section alone: it names the queries shard, which
 depends on nothing else. Settings that cannot change a result (a server's venv, how many
 requests are in flight, how many labs stay alive) are declared `operational` in their
@@ -101,6 +104,7 @@ class Variant:
     app_variant: str
     differences: dict[str, Any]  # dotted key -> effective value, result settings only
     settings: dict[str, Any]  # the result settings of app, agent, model: the identity
+    trial_of: str = BASE  # the variant of trial 0 of this cell (pipeline/trials.py)
 
     @property
     def label(self) -> str:
@@ -158,7 +162,12 @@ def variant_of(cfg: Any) -> Variant:
                 app_differences[key] = None
     for key, value in generation_settings(cfg).items():  # the queries themselves change
         differences[key] = app_differences[key] = settings[key] = value
-    return Variant(name_of(differences), name_of(app_differences), differences, settings)
+    first = name_of(differences)  # trial 0's: what the trials of one cell share
+    if cfg.get("trial"):  # a repeated trial: its own variant (pipeline/trials.py)
+        differences["trial"] = settings["trial"] = int(cfg.trial)
+    return Variant(
+        name_of(differences), name_of(app_differences), differences, settings, trial_of=first
+    )
 
 
 def generation_settings(cfg: Any) -> dict[str, Any]:

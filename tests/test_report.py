@@ -8,6 +8,7 @@ the plots that have no real data yet.
 
 from __future__ import annotations
 
+import csv
 import re
 import shutil
 import subprocess
@@ -119,6 +120,16 @@ def test_report_opens_in_headless_chromium(smoke_report, tmp_path):
     loaded = re.search(r'data-images-loaded="(\d+)/(\d+)"', dom.stdout)
     assert loaded is not None, "the page's load script did not run"
     assert loaded.group(1) == loaded.group(2) == str(len(FIGURES))
+    # The leaderboard: one board per (scope, group) of its table, each with its rows.
+    with (smoke_report / "report" / "tables" / "leaderboard.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    boards = {(r["scope"], r["group"]) for r in rows}
+    assert ("overall", "all") in boards and ("task", "mitigate") in boards
+    section = dom.stdout.split('<h2 id="leaderboard">Leaderboard</h2>', 1)[1]
+    section, cost = section.split("<h2>", 1)[0].split("<h3>Cost per cell</h3>")
+    assert section.count('<h3 class="board"') == section.count("<tbody>") == len(boards)
+    assert section.count("<tr>") == len(rows)  # one per agent (header rows carry a style)
+    assert cost.count("<tr>") >= 1 and "usd_per_correct" in cost  # the cost per cell
 
     shot = tmp_path / "report.png"
     done = chromium("--window-size=1280,3000", f"--screenshot={shot}")
@@ -198,6 +209,8 @@ def test_report_with_spread_and_task_app(tmp_path):
     page = index.read_text()
     assert "No data yet" not in page
     assert "react · m1" in page and "cot · m2" in page
+    assert '<h2 id="leaderboard">Leaderboard</h2>' in page
+    assert (index.parent / "tables" / "leaderboard.csv").exists()
     assert (index.parent / "tables" / "call_throughput.csv").exists()
 
 

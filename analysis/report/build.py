@@ -56,6 +56,9 @@ def _tables(data: ReportData) -> dict[str, object]:
         "outcomes": data.outcomes,
         "iterations_per_task": data.iterations,
         "call_throughput": data.throughput,
+        "pass_at_k": data.trials,
+        "leaderboard": data.leaderboard,
+        "cell_cost": data.cost,
     }
     for name, (frame, _) in data.kinds.items():
         tables[name] = frame

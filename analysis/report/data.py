@@ -16,7 +16,8 @@ import duckdb
 import pandas as pd
 
 from analysis import stats
-from analysis.questions import ask_or_none, cell_filter
+from analysis.leaderboard import leaderboard
+from analysis.questions import MissingData, ask_or_none, cell_filter
 from analysis.study import Study, query_count_study
 from pipeline.cells import Cell
 from pipeline.errors import DataError
@@ -45,8 +46,16 @@ class ReportData:
     throughput_missing: str | None = None
     capability: pd.DataFrame | None = None  # per app, agent, operation and size class
     capability_missing: str | None = None
+    # pass@k and pass^k of cells played as repeated trials (analysis/sql/pass_at_k.sql)
+    trials: pd.DataFrame | None = None
+    trials_missing: str | None = None
     # KIND_QUESTIONS' answers: (table, None) or (None, why there is none yet)
     kinds: dict[str, tuple[pd.DataFrame | None, str | None]] = field(default_factory=dict)
+    # analysis/leaderboard.py: every board (overall, per app, per task kind), in rank order
+    leaderboard: pd.DataFrame = field(default_factory=pd.DataFrame)
+    leaderboard_missing: str | None = None  # why there is none (no cost column yet)
+    cost: pd.DataFrame | None = None  # per cell: cost in USD (analysis/sql/cell_cost.sql)
+    cost_missing: str | None = None
 
     @property
     def empty(self) -> bool:
@@ -72,6 +81,13 @@ def collect(
         operations=stats.by_operation(con, cells),
         outcomes=_outcomes(con, cells),
     )
+    try:
+        data.leaderboard = leaderboard(con, cells)
+    except MissingData as err:  # results written before costs were recorded
+        data.leaderboard_missing = str(err)
+    data.cost, data.cost_missing = _nonempty(
+        *ask_or_none(con, "cell_cost", where=cell_filter(cells)), "no episodes"
+    )
     data.capability, data.capability_missing = ask_or_none(
         con, "capability", where=cell_filter(cells)
     )
@@ -79,6 +95,10 @@ def collect(
         data.kinds[name] = _nonempty(
             *ask_or_none(con, name, where=cell_filter(cells)), f"no {name} rows"
         )
+    data.trials, data.trials_missing = _nonempty(
+        *ask_or_none(con, "pass_at_k", where=cell_filter(cells)),
+        "no cell played as repeated trials (a grid's trials: 2 or more)",
+    )
     apps = sorted(data.agents["app"].unique()) if not data.agents.empty else []
     for app in apps:
         try:

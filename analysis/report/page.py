@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis.leaderboard import Composite, display
 from analysis.report.data import ReportData
 from analysis.report.figures import label
 
@@ -180,6 +181,43 @@ def _figure(name: str, title: str, files: Mapping[str, Path], note: str | None =
     return out
 
 
+def _leaderboard(data: ReportData) -> list[str]:
+    """One table per board: overall, then each app, then each task kind; then the cost
+    per cell."""
+    board = data.leaderboard
+    out = [
+        '<h2 id="leaderboard">Leaderboard</h2>',
+        f"<p>Model × agent ranked by the composite {html.escape(Composite().label)} per "
+        "distinct query (NetArena's rule; <code>python -m analysis leaderboard "
+        "--composite</code> sets another), ties broken by fewer turns per episode. Intervals "
+        "are Wilson 95 % over distinct queries. Neighbours share a <i>band</i> unless their "
+        "intervals are apart or the paired test on the queries both played (McNemar, "
+        "paired bootstrap; it compares correctness) tells them apart; <i>vs next</i> says "
+        "which. Efficiency is per episode and per correct episode; USD from "
+        "<code>conf/pricing.yaml</code> (– where a cost is unknown). The overall board pools "
+        "every app and task kind: read it beside the per-task boards.</p>",
+    ]
+    if data.leaderboard_missing:
+        out.append(f'<p class="missing">No data yet: {html.escape(data.leaderboard_missing)}.</p>')
+    elif board.empty:
+        out.append('<p class="note">(nothing to show)</p>')
+    groups = board.groupby(["scope", "group"], sort=False) if not board.empty else []
+    for (scope, group), part in groups:
+        title = "Overall" if scope == "overall" else f"{scope}: {group}"
+        out.append(f'<h3 class="board" data-scope="{html.escape(scope)}">{html.escape(title)}</h3>')
+        shown = display(part).assign(
+            agent=[label(m, a) for m, a in zip(part["model"], part["agent"], strict=True)]
+        )
+        out.append(_table(shown.drop(columns="model")))
+    out.append("<h3>Cost per cell</h3>")
+    if data.cost is None:
+        out.append(f'<p class="missing">No data yet: {html.escape(data.cost_missing or "")}.</p>')
+    else:
+        cost = data.cost.round(6)
+        out.append(_table(cost.astype(object).where(cost.notna(), "–")))
+    return out
+
+
 def _kinds(data: ReportData) -> list[str]:
     out = []
     for name, (frame, why) in data.kinds.items():
@@ -189,6 +227,28 @@ def _kinds(data: ReportData) -> list[str]:
         else:
             out.append(_table(frame.round(3)))
     return out
+
+
+def trials_table(frame: pd.DataFrame | None, why: str | None) -> str:
+    """pass@k and pass^k per cell and k, with their bootstrap intervals (in %)."""
+    if frame is None:
+        return f'<p class="missing">{html.escape(why or "no data yet")}</p>'
+    shown = pd.DataFrame(
+        {
+            "app": frame["app"],
+            "model / agent": [label(m, a) for m, a in zip(frame.model, frame.agent, strict=True)],
+            "level": frame["level"],
+            "seed": frame["seed"],
+            "trials": frame["trials"],
+            "queries": frame["n_distinct"],
+            "k": frame["k"],
+            "pass@k %": frame["pass_at_k"].map(_pct),
+            "pass@k 95 %": _interval(frame, "pass", "at_k"),
+            "pass^k %": frame["pass_hat_k"].map(_pct),
+            "pass^k 95 %": _interval(frame, "pass", "hat_k"),
+        }
+    )
+    return _table(shown)
 
 
 def render(data: ReportData, files: Mapping[str, Path], meta: Mapping[str, str]) -> str:
@@ -205,6 +265,7 @@ def render(data: ReportData, files: Mapping[str, Path], meta: Mapping[str, str])
         "<h1>NetGauge report</h1>",
         f"<ul>{facts}</ul>",
         '<p id="image-status">images: loading…</p>',
+        *_leaderboard(data),
         "<h2>Per cell</h2>",
         "<p>Correctness and safety with 95 % intervals: normal (SEM, as NetArena reports) "
         "and Wilson (stays inside [0, 100] and is honest at 0 % and 100 %).</p>",
@@ -219,6 +280,13 @@ def render(data: ReportData, files: Mapping[str, Path], meta: Mapping[str, str])
         "<p>McNemar's test on the queries both agents played (exact when fewer than 25 "
         "discordant pairs) and a paired bootstrap interval of the difference.</p>",
         _table(paired_table(data.paired)),
+        "<h2>Repeated trials (pass@k, pass^k)</h2>",
+        "<p>Cells played k times with a sampling seed per trial (a grid's <code>trials</code>). "
+        "Per distinct query with n plays of which c are correct: pass@k = 1 − C(n−c, k)/C(n, k) "
+        "(at least one of k plays correct; Chen et al. 2021's unbiased estimator) and "
+        "pass^k = C(c, k)/C(n, k) (all k correct; τ-bench). Intervals: 95 % percentile "
+        "bootstrap over distinct queries (1000 resamples).</p>",
+        trials_table(data.trials, data.trials_missing),
         "<h2>Query-count study</h2>",
         "<p>Random subsets of the queries every agent played (the same subset for each "
         "agent), at growing sizes: interval width and overlap shrink as queries grow.</p>",

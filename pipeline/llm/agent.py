@@ -260,6 +260,7 @@ class LLMAgent:
                 "model": backend.name,
                 "prompt_tokens": result.prompt_tokens,
                 "completion_tokens": result.completion_tokens,
+                "cached_tokens": result.cached_tokens,
                 "latency_s": result.latency_s,
                 "ttft_s": result.ttft_s,
                 "tokens_per_s": result.tokens_per_s,
@@ -267,6 +268,7 @@ class LLMAgent:
                 "request": chat[-1]["content"][:MAX_STORED],
                 "response": _response(result)[:MAX_STORED],
                 "dropped_turns": dropped,
+                "cache": result.cache,
             }
         )
         return text

@@ -14,12 +14,13 @@ rejects (e.g. a prompt past the context length) is a RequestRejected with its me
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import httpx
 
@@ -27,11 +28,15 @@ from pipeline.errors import ConfigError, EnvironmentFailure
 from pipeline.serving.server import Endpoint
 from pipeline.untrusted import JSON, storable
 
+if TYPE_CHECKING:
+    from pipeline.serving.cache import ResponseCache
+
 Message = dict[str, str]
 # What one reply may hold before the endpoint counts as broken: far more than any
 # max_tokens we send, and a bound on the memory a hostile endpoint can make us use.
 MAX_REPLY_CHARS = 4 << 20
 MAX_LINE_BYTES = 8 << 20
+HIT, MISS = "hit", "miss"  # ChatResult.cache and `calls.cache` (None: no cache)
 
 
 class ModelNotFound(ConfigError):
@@ -77,6 +82,10 @@ class ChatResult:
     finish_reason: str | None
     model: str
     tool_calls: tuple[ToolCall, ...] = ()
+    cache: str | None = None  # HIT (replayed from the response cache), MISS, None (no cache)
+    # Prompt tokens the server read from its prompt cache (usage.prompt_tokens_details;
+    # priced as cached input, pipeline/pricing.py); None when it did not say.
+    cached_tokens: int | None = None
 
 
 class ChatClient:
@@ -98,6 +107,7 @@ class ChatClient:
         connect_timeout_s: float = 5.0,
         connect_retries: int = 2,
         backoff_s: float = 0.2,
+        cache: ResponseCache | None = None,
     ) -> None:
         if max_in_flight < 1:
             raise ConfigError(f"max_in_flight must be at least 1, got {max_in_flight}")
@@ -106,6 +116,7 @@ class ChatClient:
         self.sampling = sampling or Sampling()
         self.connect_retries = connect_retries
         self.backoff_s = backoff_s
+        self.cache = cache  # pipeline/serving/cache.py: replies replayed by request
         self._in_flight = asyncio.Semaphore(max_in_flight)
         sent = dict(headers or {})
         if api_key:
@@ -131,29 +142,33 @@ class ChatClient:
         response_format: dict[str, Any] | None = None,
         tools: Sequence[dict[str, Any]] | None = None,
         tool_choice: str | dict[str, Any] | None = None,
+        cache: ResponseCache | None = None,
     ) -> ChatResult:
         """One streamed chat completion, waiting for a free slot first. `response_format`
         (e.g. a JSON schema), `tools` and `tool_choice` are sent as the OpenAI API names
-        them; the model's tool calls come back in `ChatResult.tool_calls`."""
-        s = sampling or self.sampling
-        body: dict[str, Any] = {
-            "model": self.model,
-            # A model's earlier reply (or what an environment printed) may hold a lone
-            # surrogate, which no JSON body can carry: it is sent as its escape.
-            "messages": [{k: storable(v) for k, v in m.items()} for m in messages],
-            "temperature": s.temperature,
-            "max_tokens": s.max_tokens,
-            "stream": True,
-            "stream_options": {"include_usage": True},
-        }
-        if s.seed is not None:
-            body["seed"] = s.seed
-        if response_format is not None:
-            body["response_format"] = response_format
-        if tools:
-            body["tools"] = list(tools)
-            if tool_choice is not None:
-                body["tool_choice"] = tool_choice
+        them; the model's tool calls come back in `ChatResult.tool_calls`. `cache` (else
+        the client's own, if any) answers a request it holds and keeps each new reply."""
+        body = request_body(
+            self.model,
+            messages,
+            sampling or self.sampling,
+            response_format=response_format,
+            tools=tools,
+            tool_choice=tool_choice,
+        )
+        cache = cache or self.cache
+        if cache is None:
+            return await self._send(body)
+        key = cache.key(body)
+        found = cache.get(key)
+        if found is not None:
+            return found
+        result = await self._send(body)
+        cache.put(key, result)  # only a whole reply: a failed request raised above
+        return dataclasses.replace(result, cache=MISS)
+
+    async def _send(self, body: dict[str, Any]) -> ChatResult:
+        """`body` sent, waiting for a free slot first; connection failures retried."""
         async with self._in_flight:
             for attempt in range(self.connect_retries + 1):
                 try:
@@ -241,6 +256,7 @@ class ChatClient:
             tool_calls=tuple(
                 ToolCall(found[0], "".join(found[1:])) for _, found in sorted(calls.items())
             ),
+            cached_tokens=_cached(usage),
         )
 
     def _chunk(self, data: str) -> dict[str, Any]:
@@ -289,6 +305,38 @@ class ChatClient:
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+
+def request_body(
+    model: str,
+    messages: Sequence[Message],
+    sampling: Sampling,
+    *,
+    response_format: dict[str, Any] | None = None,
+    tools: Sequence[dict[str, Any]] | None = None,
+    tool_choice: str | dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The JSON body of one streamed chat completion, as ChatClient.chat sends it (and as
+    the response cache keys it)."""
+    body: dict[str, Any] = {
+        "model": model,
+        # A model's earlier reply (or what an environment printed) may hold a lone
+        # surrogate, which no JSON body can carry: it is sent as its escape.
+        "messages": [{k: storable(v) for k, v in m.items()} for m in messages],
+        "temperature": sampling.temperature,
+        "max_tokens": sampling.max_tokens,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    if sampling.seed is not None:
+        body["seed"] = sampling.seed
+    if response_format is not None:
+        body["response_format"] = response_format
+    if tools:
+        body["tools"] = list(tools)
+        if tool_choice is not None:
+            body["tool_choice"] = tool_choice
+    return body
 
 
 async def _read_capped(reply: httpx.Response, limit: int) -> bytes:
@@ -368,3 +416,10 @@ def _server_message(payload: Any) -> str:
         if payload.get("message"):
             return str(payload["message"])
     return str(payload)[:500] or "(empty body)"
+
+
+def _cached(usage: dict[str, Any]) -> int | None:
+    details = usage.get("prompt_tokens_details")
+    if not isinstance(details, dict) or details.get("cached_tokens") is None:
+        return None
+    return _count(details.get("cached_tokens"))

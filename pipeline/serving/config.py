@@ -13,6 +13,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from pipeline.config import load_choice
 from pipeline.errors import ConfigError
+from pipeline.pricing import price_of
 from pipeline.serving.cpus import check_cpu_bind
 from pipeline.variants import operational
 
@@ -61,6 +62,14 @@ class VllmModelConfig:
     max_tokens: int = 512
     seed: int | None = 0
     max_in_flight: int = operational(8)
+    # Replies cached on disk by model and request (pipeline/serving/cache.py), replayed on
+    # a rerun; operational: a hit is the reply the same request got.
+    cache: bool = operational(False)
+    # Money (pipeline/pricing.py): the conf/pricing.yaml entry (None: the one named like this
+    # config; none there: no cost), and the USD a cell may spend before the queries it has
+    # not started end as `cost_limit` (None: no limit).
+    pricing: str | None = operational(None)
+    cost_limit: float | None = None
 
     def validate(self) -> None:
         """ConfigError naming the key and the allowed values for the first bad value."""
@@ -91,6 +100,14 @@ class VllmModelConfig:
             raise ConfigError(
                 f"model.gpu_memory_utilization={self.gpu_memory_utilization} is out of range; "
                 "0 to 1"
+            )
+        if self.cost_limit is not None and self.cost_limit <= 0:
+            raise ConfigError(f"model.cost_limit={self.cost_limit} must be positive (or null)")
+        price = price_of(self)  # raises on an unknown model.pricing entry
+        if self.cost_limit is not None and price is None:
+            raise ConfigError(
+                f"model.cost_limit is set but model '{self.name}' has no price: add an entry "
+                "to conf/pricing.yaml or set model.pricing"
             )
         if not 0 <= self.temperature <= 2:
             raise ConfigError(f"model.temperature={self.temperature} is out of range; 0 to 2")
