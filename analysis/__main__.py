@@ -15,7 +15,6 @@ python -m analysis leaderboard [--grid smoke] [--by app,task] [--composite corre
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from collections.abc import Sequence
 
@@ -25,6 +24,7 @@ from analysis import leaderboard as board
 from analysis.questions import ask, cell_filter, names, question
 from analysis.report.build import build_report
 from analysis.summary import render, summarize_plan, summary
+from pipeline import logs
 from pipeline.errors import NetGaugeError
 from pipeline.plan import read_plan
 from pipeline.views import RESULT_TABLES, connect, tables
@@ -158,9 +158,7 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 def _write(args: argparse.Namespace) -> int:
     """The DAG's last two stages: the summary files, then the report page."""
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    logs.configure()
     try:
         if args.command == "summarize":
             print(summarize_plan(args.data_dir, args.grid))

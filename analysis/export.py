@@ -42,6 +42,7 @@ from typing import Any
 from omegaconf import DictConfig
 from tqdm import tqdm
 
+from pipeline import logs
 from pipeline.build import app_version, make_app
 from pipeline.cells import data_root
 from pipeline.config import compose, load_choice, to_plain
@@ -299,7 +300,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="export test-split seeds or queries already evaluated here (recorded in .meta.json)",
     )
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    logs.configure(timestamps=False)
     try:
         path, count = export_sft(
             args.overrides,

@@ -239,7 +239,7 @@ class KeyTracker:
                     return Taken(built, key, repeat)
                 self.invalid[key] = built
                 reasons.append(built)
-            log.info("redrawing %s: %s", where, reasons[-1])
+            log.debug("redrawing %s: %s", where, reasons[-1])  # NoValidQuery lists them
             if len(reasons) >= max_draws:
                 raise NoValidQuery(self.app, self.level, self.seed, index, reasons, hint)
 

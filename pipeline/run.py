@@ -22,6 +22,7 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
+from pipeline import logs
 from pipeline.build import layout, make_app, run_hash
 from pipeline.cells import cell_from_config
 from pipeline.config import CONF_DIR, check_overrides, quote_choices, searchpath, validate
@@ -65,6 +66,7 @@ def run_cell(cfg: DictConfig) -> dict[str, object]:
 
 @hydra.main(config_path=str(CONF_DIR), config_name="config", version_base=None)
 def main(cfg: DictConfig) -> dict[str, object]:
+    logs.quiet_libraries()  # Hydra set the logging up; a line per model request is noise
     try:
         return run_cell(validate(cfg))
     except NetGaugeError as err:

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import sys
 from collections.abc import Callable, Sequence
 
+from pipeline import logs
 from pipeline.build import cell_config
 from pipeline.cells import NO_MODEL, cell_from_config, parse_cell
 from pipeline.config import variant_overrides
@@ -143,10 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    logs.configure(args.verbose)
     try:
         args.func(args)
     except NetGaugeError as err:

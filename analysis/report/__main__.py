@@ -7,11 +7,11 @@ python -m analysis.report                      # every episode in the data direc
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from collections.abc import Sequence
 
 from analysis.report.build import build_report
+from pipeline import logs
 from pipeline.errors import NetGaugeError
 
 
@@ -33,9 +33,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    logs.configure()
 
     task_apps = [a for a in args.task_apps.split(",") if a] if args.task_apps else None
     try:
