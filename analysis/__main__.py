@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import duckdb
 
 from analysis import leaderboard as board
-from analysis.questions import ask, cell_filter, names, question
+from analysis.questions import MissingData, ask, cell_filter, names, question
 from analysis.report.build import build_report
 from analysis.summary import render, summarize_plan, summary
 from pipeline import logs
@@ -195,11 +195,17 @@ def _ask(args: argparse.Namespace) -> int:
         if args.grid:
             cells = read_plan(args.data_dir, args.grid)
         result = ask(connect(args.data_dir), args.name, params, where=cell_filter(cells))
+    except MissingData as err:
+        why = question(args.name).empty
+        print(f"error: {err}" + (f": {why}" if why else ""), file=sys.stderr)
+        return 2
     except (NetGaugeError, duckdb.Error) as err:
         print(f"error: {_one_line(err)}", file=sys.stderr)
         return 2
     if args.csv:
         result.to_csv(sys.stdout, index=False)
+    elif result.empty or ("n" in result and not result["n"].any()):  # rows, or counts, of 0
+        print(f"no rows: {question(args.name).why_empty}")
     else:
         print(result.to_string(index=False, max_colwidth=60))
     return 0

@@ -5,13 +5,17 @@ Each file starts with a header of `--` comments the loader reads:
     -- question: Per cell: correctness and safety counts, mean turns, latency, tokens.
     -- requires: episodes(app, model, agent, level, correct, safe)
     -- params: app, agent_a
+    -- empty: the two agents share no query of this app
 
 `requires` lists the views and columns the query reads (one line per view). When one is
 missing (e.g. no LLM agent has written a `calls` table yet), `ask` raises `MissingData`
 with the reason instead of a DuckDB binder error, so callers such as the report can show
 "no data yet" for that question and carry on. `params` are DuckDB named parameters
 (`$app`), passed as a dict. Files that read a relation the caller registers (not a
-result view) name it under `requires` too.
+result view) name it under `requires` too. `empty` says why the question can come back
+with no rows (or with counts `n` of 0) when the data is there (`ask`'s command line
+prints it instead of an empty table; the default: no episode matches the parameters and
+the grid).
 """
 
 from __future__ import annotations
@@ -45,6 +49,11 @@ class Question:
     sql: str
     requires: dict[str, tuple[str, ...]]
     params: tuple[str, ...]
+    empty: str = ""  # why it can come back empty, as its file says (see the docstring)
+
+    @property
+    def why_empty(self) -> str:
+        return self.empty or "no episode matches the parameters and the grid"
 
 
 @functools.cache
@@ -54,7 +63,7 @@ def question(name: str) -> Question:
     if not path.is_file():
         raise ConfigError(f"no SQL question '{name}'; choose one of: {', '.join(names())}")
     sql = path.read_text()
-    text, requires, params = "", {}, ()
+    text, requires, params, empty = "", {}, (), ""
     for line in sql.splitlines():
         if not line.startswith("--"):
             break
@@ -70,9 +79,11 @@ def question(name: str) -> Question:
             requires[match["table"]] = cols
         elif key == "params":
             params = tuple(p.strip() for p in value.split(",") if p.strip())
+        elif key == "empty":
+            empty = value
     if not text:
         raise ConfigError(f"{path} has no '-- question:' header line")
-    return Question(name, text, sql, requires, params)
+    return Question(name, text, sql, requires, params, empty)
 
 
 def names() -> list[str]:

@@ -63,6 +63,19 @@ def test_summary_and_sql_over_scored_cells(tmp_path, capsys):
     assert code == 0
     assert capsys.readouterr().out.splitlines() == ["agent,n", "null,8", "oracle,8"]
 
+    # an empty answer says why: here, nothing was played as repeated trials, and the
+    # agents asked for played no query in common (the other app has none)
+    assert analysis_main(["--data-dir", str(tmp_path), "ask", "pass_at_k"]) == 0
+    assert capsys.readouterr().out.strip() == (
+        "no rows: no cell was played as repeated trials (a grid's `trials: k` with k of at least 2)"
+    )
+    pair = ["-p", "app=nope", "-p", "model_a=none", "-p", "agent_a=oracle"]
+    pair += ["-p", "model_b=none", "-p", "agent_b=null"]
+    assert analysis_main(["--data-dir", str(tmp_path), "ask", "paired_outcomes", *pair]) == 0
+    assert capsys.readouterr().out.startswith("no rows: the two agents share no query")
+    assert analysis_main(["--data-dir", str(tmp_path), "ask", "interval_overlap"]) == 2
+    assert "the caller registers" in capsys.readouterr().err
+
 
 def test_bad_sql_is_a_clear_error(tmp_path, capsys):
     assert analysis_main(["--data-dir", str(tmp_path), "sql", "SELEKT 1"]) == 2

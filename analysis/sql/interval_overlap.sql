@@ -1,5 +1,6 @@
 -- question: Per app, for every pair of agents: how much their 95 % intervals overlap.
 -- requires: intervals(grp, app, model, agent, lo, hi)
+-- empty: it reads intervals the caller registers (analysis.stats.interval_overlap, as the report's query-count study does), never a result view, so `ask` has none to give it
 -- Reads a relation `intervals` the caller registers (one interval per agent and group
 -- `grp`, e.g. one subsample of the query-count study). overlap is the share of the
 -- narrower interval covered by the other one: 0 when they are disjoint, 1 when one

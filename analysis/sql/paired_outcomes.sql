@@ -1,6 +1,7 @@
 -- question: Two agents on the same queries of one app: how often both, only one, or neither got it right.
 -- requires: episodes(app, app_variant, model, agent, level, seed, queries, variant, query_id, query_key, correct)
 -- params: app, model_a, agent_a, model_b, agent_b
+-- empty: the two agents share no query of this app (queries are matched on their key: play both on the same levels and seeds)
 -- The 2 x 2 table McNemar's test reads. Queries are matched on their key, so only
 -- queries both agents played count, once each; an agent that played a query more than
 -- once is counted correct on it when it was correct on at least half of its plays.

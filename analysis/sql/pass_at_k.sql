@@ -1,5 +1,6 @@
 -- question: Per cell played as repeated trials (a grid's `trials`, at least 2): pass@k and pass^k for k = 1 … trials, with 95 % bootstrap intervals over distinct queries.
 -- requires: episodes(app, model, agent, level, seed, queries, variant, trial, trial_of, query_id, correct)
+-- empty: no cell was played as repeated trials (a grid's `trials: k` with k of at least 2)
 -- A cell's trials share `trial_of` (the variant of trial 0). Per query, with n plays of
 -- which c are correct: pass@k = 1 - C(n-c, k) / C(n, k) (the unbiased estimator of
 -- Chen et al. 2021: at least one of k plays correct) and pass^k = C(c, k) / C(n, k)
