@@ -157,9 +157,11 @@ def lab_intent(spec: NetSpec) -> list[str]:
             f"for every host ({example} is {dns_name(example)}) to every LAN."
         )
         if host_lans(spec):
+            # a player read "the VIP" on a leaf-spine lab, which has no VRRP
+            vip = " (the VIP where VRRP runs)" if spec.vrrp else ""
             out.append(
                 "  DHCP: the same dnsmasq serves every host LAN a pool .100-.199 (leases of "
-                "1h) with the hosts' gateway as router (the VIP where VRRP runs), through "
+                f"1h) with the hosts' gateway as router{vip}, through "
                 "a DHCP relay (dnsmasq) on the router holding the LAN's gateway address."
             )
     if spec.vrrp:
