@@ -102,3 +102,14 @@ def chat_endpoint(
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+def malt_cell(data: Any, url: str, *overrides: str) -> Any:
+    """The config of a two-query MALT level-1 cell whose zero-shot SmolLM2 agent is served
+    by the endpoint at `url` (`overrides` first, so a test adds e.g. model.cache=true)."""
+    from pipeline.config import compose
+
+    return compose([
+        *overrides, "app=malt", "level=1", "queries=2", "agent=zero_shot", "model=smollm2",
+        "model.endpoint=external", f"model.base_url={url}", f"data_dir={data}",
+    ])  # fmt: skip

@@ -22,7 +22,7 @@ from pipeline.serving.client import HIT, MISS, ChatClient, ChatResult, Sampling,
 from pipeline.serving.config import VllmModelConfig
 from pipeline.trials import trial_model
 from pipeline.views import connect
-from tests.chat_endpoint import chat_endpoint
+from tests.chat_endpoint import chat_endpoint, malt_cell
 
 MESSAGES = [{"role": "user", "content": "How many ports?"}]
 SETTINGS = cache_settings(VllmModelConfig())
@@ -189,20 +189,7 @@ def test_concurrent_writers_never_show_a_torn_entry(tmp_path):
 
 
 def _cell(data: Path, url: str, *more: str) -> object:
-    return compose(
-        [
-            *more,
-            "app=malt",
-            "level=1",
-            "queries=2",
-            "agent=zero_shot",
-            "model=smollm2",
-            "model.endpoint=external",
-            f"model.base_url={url}",
-            "model.cache=true",
-            f"data_dir={data}",
-        ]
-    )
+    return malt_cell(data, url, *more, "model.cache=true")
 
 
 def test_a_rerun_asks_the_model_nothing_and_scores_the_same(tmp_path, monkeypatch):

@@ -24,7 +24,7 @@ from pipeline.run import run_cell
 from pipeline.trials import trial_model, trial_seed
 from pipeline.variants import section_settings, variant_of
 from pipeline.views import connect
-from tests.chat_endpoint import chat_endpoint
+from tests.chat_endpoint import chat_endpoint, malt_cell
 
 
 def test_trial_zero_keeps_the_seed_and_the_others_are_distinct_and_fixed():
@@ -66,20 +66,7 @@ REPLY = "```python\ndef process_graph(graph):\n    return len(graph.nodes)\n```"
 
 
 def _cell(data, url, trial):
-    return compose(
-        [
-            "app=malt",
-            "level=1",
-            "queries=2",
-            "agent=zero_shot",
-            "model=smollm2",
-            "model.endpoint=external",
-            f"model.base_url={url}",
-            "model.seed=5",
-            f"trial={trial}",
-            f"data_dir={data}",
-        ]
-    )
+    return malt_cell(data, url, "model.seed=5", f"trial={trial}")
 
 
 def test_each_trial_samples_with_its_seed_and_is_kept(tmp_path):
