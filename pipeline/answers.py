@@ -142,16 +142,19 @@ def instructions(spec: AnswerSpec) -> str:
     return f"to end the episode with your answer, exactly one JSON object: {example(spec.task)}"
 
 
-def task_text(task: str, vocabulary: Vocabulary | None = None) -> str:
+def task_text(task: str, vocabulary: Vocabulary | None = None, remark: str = "") -> str:
     """What a detect or localize prompt says of the task, its answer and (localize) the
-    whole vocabulary; apps append it to their prompts (or say the same in their words)."""
+    whole vocabulary; apps append it to their prompts (or say the same in their words).
+    `remark`, a sentence of the app's own (how many problems there may be, what a faulty
+    network may differ in), follows the task's first sentence."""
+    lead = f" {remark}" if remark else ""
     looks = (
         "You may only look: a command that would change anything is refused (a blocked "
         "step), and it still uses a turn."
     )
     if task == "detect":
         return (
-            "Task: find out whether the network meets its intent right now. " + looks + "\n"
+            f"Task: find out whether the network meets its intent right now.{lead} " + looks + "\n"
             'End with your answer: {"answer": {"healthy": true}} if it does, '
             '{"answer": {"healthy": false}} if anything is wrong.'
         )
@@ -160,7 +163,7 @@ def task_text(task: str, vocabulary: Vocabulary | None = None) -> str:
     words = vocabulary.text() if vocabulary is not None else "(none)"
     device = f'A cause\'s "device" is {vocabulary.device}.\n' if vocabulary is not None else ""
     return (
-        "Task: the network does not meet its intent. Name every root cause: each "
+        f"Task: the network does not meet its intent.{lead} Name every root cause: each "
         "deviation from the stated intent that makes it fail, never a symptom or an "
         "anomaly the intent documents as intended. " + looks + "\n"
         'End with your answer: {"answer": {"healthy": false, "causes": [{"device": "...", '

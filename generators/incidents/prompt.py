@@ -181,9 +181,7 @@ def _task(tier: Tier, task: str, vocabulary: Vocabulary | None, *, policy: bool 
         else "There may be more than one problem, and one may hide another."
     )
     if task == "localize":
-        return task_text(task, vocabulary).replace(
-            "Name every root cause:", f"{count} Name every root cause:", 1
-        )
+        return task_text(task, vocabulary, count)
     if task == "detect":
         # what a faulty network of the tier may hold, as localize lists its kinds: a
         # healthy network cannot be told apart by pinging 2,000 pairs in 50 turns
@@ -195,7 +193,7 @@ def _task(tier: Tier, task: str, vocabulary: Vocabulary | None, *, policy: bool 
             )
         else:
             scope = "If anything is wrong, it may be anything the intent states."
-        return task_text(task, vocabulary).replace("right now.", f"right now. {scope}", 1)
+        return task_text(task, vocabulary, scope)
     policy_check = "the security policy (what it closes stays closed), " if policy else ""
     return (
         "Task: something is wrong: the network does not meet its intent. Find every "
