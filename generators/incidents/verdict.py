@@ -38,6 +38,7 @@ are the lab's own, read once healthy with the query's benign anomalies in place 
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import json
 from collections.abc import Iterable, Mapping, Sequence
@@ -193,6 +194,16 @@ def hops(route: Mapping[str, Any]) -> list[tuple[str | None, str | None]]:
     return [(route.get("gateway"), route.get("dev"))]
 
 
+@functools.lru_cache(maxsize=8192)
+def _network(prefix: str) -> ipaddress.IPv4Network | None:
+    """`prefix` parsed (None: not an IPv4 prefix). Cached: a large lab's walks parse the
+    same few hundred prefixes millions of times (5 s of a level-8 query's start)."""
+    try:
+        return ipaddress.IPv4Network(prefix, strict=False)
+    except ValueError:
+        return None
+
+
 def lookup(routes: Sequence[Mapping[str, Any]], address: str) -> Mapping[str, Any] | None:
     """The main table's longest-prefix unicast match for `address` (lowest metric first)."""
     target = ipaddress.IPv4Address(address)
@@ -200,11 +211,8 @@ def lookup(routes: Sequence[Mapping[str, Any]], address: str) -> Mapping[str, An
     for route in routes:
         if "table" in route or route.get("type", "unicast") not in ("unicast", "blackhole"):
             continue
-        try:
-            net = ipaddress.IPv4Network(prefix_of(route.get("dst")), strict=False)
-        except ValueError:
-            continue
-        if target in net:
+        net = _network(prefix_of(route.get("dst")))
+        if net is not None and target in net:
             rank = (net.prefixlen, -int(route.get("metric", 0) or 0))
             if best is None or rank > best[:2]:
                 best = (*rank, route)
