@@ -128,7 +128,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             print(path)
         return 0
     if args.command == "import-inspect":
-        from analysis.inspect_log import import_inspect
+        from analysis.inspect_import import import_inspect
 
         for cell in import_inspect(args.logs, args.data_dir):
             print(f"{cell.part}: imported")

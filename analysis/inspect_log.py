@@ -1,9 +1,9 @@
-"""Episodes as Inspect logs, written with inspect_ai's own writer, for `inspect view`;
-and the logs of NetGauge's Inspect task (pipeline/inspect_task.py) back into the tables.
+"""Episodes as Inspect logs, written with inspect_ai's own writer, for `inspect view`
+(the logs of NetGauge's Inspect task come back into the tables through
+analysis/inspect_import.py).
 
     python -m analysis export-inspect --where "app = 'malt' AND NOT correct" --out logs/
     inspect view --log-dir logs/
-    python -m analysis import-inspect logs/*.eval      # after `inspect eval ...@netgauge`
 
 An Inspect log is one task run by one model, so each cell (app, model, agent, level,
 seed, queries, variant) of the episodes chosen is one file, `<app>_<model>_<agent>_L<level>_
@@ -30,7 +30,6 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict
-from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -48,7 +47,6 @@ from inspect_ai.log import (
     EvalScore,
     EvalSpec,
     EvalStats,
-    read_eval_log,
     write_eval_log,
 )
 from inspect_ai.model import (
@@ -63,9 +61,7 @@ from inspect_ai.model import (
 from inspect_ai.scorer import Score
 from inspect_ai.tool import ToolCall, ToolCallError
 
-from pipeline.cells import Cell, Layout, data_root
 from pipeline.errors import DataError
-from pipeline.records import to_table, write_shard
 from pipeline.views import connect
 
 CELL = ("app", "model", "agent", "level", "seed", "queries", "variant")
@@ -312,50 +308,3 @@ def _log(cell: dict[str, Any], samples: list[EvalSample]) -> EvalLog:
         stats=EvalStats(started_at=now, completed_at=now, model_usage=usage),
         samples=samples,
     )
-
-
-def import_inspect(logs: Iterable[str | Path], data_dir: str | Path) -> list[Cell]:
-    """Write the episodes of Inspect logs made by NetGauge's Inspect task
-    (pipeline/inspect_task.py) into the data directory's `episodes`, `steps`, `calls` and
-    `cells` shards, one cell per (app, Inspect model, agent, level, seed, queries,
-    variant), rows exactly as its scorer judged them; return the cells written. A sample
-    the scorer did not judge (it failed) is named in the DataError raised, and so is a
-    log of more than one epoch: NetGauge's repeated trial t > 0 is a variant of its own
-    whose sampling seed NetGauge derives from model.seed (pipeline/trials.py), while an
-    epoch is sampled by Inspect's provider, so epochs are not imported as trials."""
-    cells: dict[Cell, dict[str, list[dict[str, Any]]]] = {}
-    for location in logs:
-        log = read_eval_log(str(location))
-        for sample in log.samples or []:
-            if sample.epoch != 1:
-                raise DataError(
-                    f"{location}: sample {sample.id} is of epoch {sample.epoch}; only one "
-                    "play per query can be imported (run `inspect eval` with --epochs 1; "
-                    "NetGauge's own repeated trials are a grid's `trials`)"
-                )
-            score = (sample.scores or {}).get(SCORER)
-            if score is None or not score.metadata or "episode" not in score.metadata:
-                why = sample.error.message.splitlines()[0] if sample.error else "no netgauge score"
-                raise DataError(
-                    f"{location}: sample {sample.id} holds no NetGauge verdict ({why}); "
-                    "only logs of pipeline/inspect_task.py whose samples all finished import"
-                )
-            records = score.metadata
-            episode = records["episode"]
-            cell = Cell(*(episode[k] for k in CELL), app_variant=episode.get("app_variant", "base"))
-            tables = cells.setdefault(cell, {"episodes": [], "steps": [], "calls": [], "cells": []})
-            tables["episodes"].append(episode)
-            tables["steps"] += records["steps"]
-            tables["calls"] += records["calls"]
-            tables["cells"][:] = [records["cell"]]
-    layout = Layout(data_root(data_dir))
-    for cell, tables in cells.items():
-        digest = tables["episodes"][0]["config_hash"]
-        for table, path in (
-            ("cells", layout.cells(cell)),
-            ("calls", layout.calls(cell)),
-            ("steps", layout.steps(cell)),
-            ("episodes", layout.episodes(cell)),
-        ):
-            write_shard(table, to_table(table, tables[table]), path, config_hash=digest)
-    return list(cells)
