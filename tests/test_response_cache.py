@@ -9,6 +9,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import multiprocessing
+import os
+import re
+import threading
 from pathlib import Path
 
 import pytest
@@ -17,7 +20,7 @@ from pipeline.config import compose
 from pipeline.llm.models import ModelPool, cache_settings
 from pipeline.pricing import price_table
 from pipeline.run import run_cell
-from pipeline.serving.cache import ResponseCache
+from pipeline.serving.cache import MAX_ENTRY_BYTES, ResponseCache
 from pipeline.serving.client import HIT, MISS, ChatClient, ChatResult, Sampling, ToolCall
 from pipeline.serving.config import VllmModelConfig
 from pipeline.trials import trial_model
@@ -124,6 +127,46 @@ def test_a_broken_entry_is_a_miss_and_is_replaced(tmp_path, damage):
         redone = ask(url, cache)
         assert (redone.text, redone.cache, len(seen)) == ("reply 1", MISS, 2)
         assert ask(url, cache).text == "reply 1" and len(seen) == 2  # the new entry
+
+
+def _plant(entry: Path, how: str) -> None:
+    """What someone else sharing the cache folder could leave at an entry's path."""
+    text = entry.read_text()
+    entry.unlink()
+    if how == "symlink":  # to a valid entry elsewhere: still not an entry of this folder
+        elsewhere = entry.parent.parent.parent / "elsewhere.json"
+        elsewhere.write_text(text)
+        entry.symlink_to(elsewhere)
+    elif how == "fifo":  # a plain read of a FIFO blocks until someone writes to it
+        os.mkfifo(entry)
+    elif how == "huge":  # sparse: larger than any entry, no disk used
+        with open(entry, "wb") as handle:
+            handle.truncate(MAX_ENTRY_BYTES + 1)
+    elif how == "folder":
+        entry.mkdir()
+    else:  # JSON's non-finite numbers parse in Python
+        entry.write_text(re.sub(r'"latency_s": [-+.e0-9]+', '"latency_s": Infinity', text))
+
+
+@pytest.mark.parametrize("how", ["symlink", "fifo", "huge", "folder", "infinity"])
+def test_what_a_cache_sharer_plants_is_a_miss_that_never_stalls(tmp_path, how):
+    cache = ResponseCache(tmp_path / "cache", SETTINGS)
+    with chat_endpoint(counting()) as (url, seen):
+        ask(url, cache)
+        (entry,) = (tmp_path / "cache").rglob("*.json")
+        _plant(entry, how)
+        done: list[ChatResult] = []  # a daemon thread: a stalled read fails, never hangs
+        asking = threading.Thread(target=lambda: done.append(ask(url, cache)), daemon=True)
+        asking.start()
+        asking.join(60)
+        assert done, f"a {how} at the entry's path stalled the request"
+        (redone,) = done
+        assert (redone.text, redone.cache, len(seen)) == ("reply 1", MISS, 2)
+        if how != "folder":  # the reply replaced what was planted (a link, never its target)
+            assert entry.is_file() and not entry.is_symlink()
+            assert ask(url, cache).text == "reply 1" and len(seen) == 2
+    if how == "symlink":
+        assert "reply 0" in (tmp_path / "cache" / "elsewhere.json").read_text()
 
 
 def test_an_entry_under_another_key_is_a_miss(tmp_path):

@@ -16,6 +16,13 @@ another key or a wrong field is a miss, never an error: the request goes to the 
 and its reply replaces the entry. A cache that cannot be written (a full disk, a folder
 of someone else's) is a warning: the reply is used, only not kept.
 
+A shared cache folder is trusted as far as whoever can write into it (an entry IS the
+reply a cell replays), but nothing planted there can stall or flood a cell: an entry is
+opened without following a symbolic link and without blocking (a FIFO would hang a plain
+read), and is read only if it is a regular file of at most MAX_ENTRY_BYTES; anything else
+is a miss, and the reply that follows replaces it (the rename replaces a link, never
+writes through it).
+
 A hit returns the reply as first received, with its measurements (latency, time to first
 token, tokens per second, the server's cached prompt tokens) as measured then, so a rerun
 reproduces the rows it replays; `ChatResult.cache` says which it was, and a hit's
@@ -28,6 +35,9 @@ import dataclasses
 import hashlib
 import json
 import logging
+import math
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +46,7 @@ from pipeline.files import write_whole
 from pipeline.serving.client import HIT, ChatResult, ToolCall
 
 FORMAT = 1  # of an entry's JSON; another format is a miss
+MAX_ENTRY_BYTES = 64 << 20  # a reply's entry is kilobytes; a larger file is no entry of ours
 log = logging.getLogger(__name__)
 _FIELDS = {f.name for f in dataclasses.fields(ChatResult)}
 
@@ -57,7 +68,7 @@ class ResponseCache:
     def get(self, key: str) -> ChatResult | None:
         """The cached reply, or None (absent, unreadable, truncated or not ours)."""
         try:
-            entry = json.loads(self.path(key).read_bytes())
+            entry = json.loads(_read_entry(self.path(key)))
         except (OSError, ValueError, RecursionError):
             return None
         if not isinstance(entry, dict) or entry.get("format") != FORMAT or entry.get("key") != key:
@@ -73,6 +84,20 @@ class ResponseCache:
             write_whole(self.path(key), json.dumps(entry))
         except OSError as err:
             log.warning("response cache %s: cannot write an entry (%s)", self.root, err)
+
+
+def _read_entry(path: Path) -> bytes:
+    """The bytes of the regular file at `path` (see the module docstring); OSError for a
+    link, FIFO, device, folder or a file over MAX_ENTRY_BYTES."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_ENTRY_BYTES:
+            raise OSError(f"{path}: not a cache entry (mode {info.st_mode:o}, {info.st_size} B)")
+        data = handle.read(MAX_ENTRY_BYTES + 1)
+    if len(data) > MAX_ENTRY_BYTES:  # grew after the fstat
+        raise OSError(f"{path}: over {MAX_ENTRY_BYTES} bytes")
+    return data
 
 
 def _result(value: Any) -> ChatResult | None:
@@ -105,4 +130,11 @@ def _result(value: Any) -> ChatResult | None:
 
 
 def _number(value: Any, kind: Any) -> bool:
-    return isinstance(value, kind) and not isinstance(value, bool) and value >= 0
+    """A count or measurement: of `kind`, not a boolean, finite and not negative (JSON's
+    NaN and Infinity parse, and would poison every mean they enter)."""
+    return (
+        isinstance(value, kind)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value >= 0
+    )
