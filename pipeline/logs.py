@@ -1,13 +1,14 @@
 """How NetGauge's entry points log: one format, INFO by default (DEBUG when asked), and the
-libraries that log a line per HTTP request (httpx, httpcore: one per model call of a sweep)
-kept at WARNING unless debugging. Per-item detail (a query redrawn, a request sent) is
+libraries that log a line per HTTP request or session (httpx, httpcore: one per model
+call of a sweep; the MCP and A2A SDKs' servers: one or two per episode of an external
+agent) kept at WARNING unless debugging. Per-item detail (a query redrawn, a request sent) is
 DEBUG; INFO says what a stage does and what it made."""
 
 from __future__ import annotations
 
 import logging
 
-CHATTY = ("httpx", "httpcore")  # a line per request at INFO
+CHATTY = ("httpx", "httpcore", "mcp", "a2a")  # a line per request or session at INFO
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
