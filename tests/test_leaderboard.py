@@ -170,8 +170,8 @@ def test_report_section_renders_every_board_in_headless_chromium(tmp_path):
     section, cost = section.split("<h2>", 1)[0].split("<h3>Cost per cell</h3>")
     assert section.count('<h3 class="board"') == 3
     assert section.count("<tbody>") == 3 and section.count("<tr>") == 9  # 3 agents a board
-    assert section.count("oracle") == 3
-    assert "USD/correct" in section and "react · m1" in section
+    assert section.count(">oracle</a>") == 3  # each agent links to its cells' episodes
+    assert "USD/correct" in section and "<td>m1</td>" in section and ">react</a>" in section
     assert cost.count("<tr>") == 3 and "usd_per_correct" in cost  # one row per cell
 
 
