@@ -173,6 +173,11 @@ def test_episode_page_in_headless_chromium(tmp_path, chromium):
     assert "<script" not in body and "<textarea" not in body and "<img" not in body
     assert "&lt;script&gt;document.body.setAttribute" in body  # shown, as text
     assert "outcome: <b>" in body and 'id="verdict"' in body
+    # The index as rendered: its per-cell rows link to the lists the episode page sits in.
+    dom = chromium(index.as_uri(), "--dump-dom", "--virtual-time-budget=10000")
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    assert f'href="episodes/{page.parent.name}/index.html"' in dom.stdout
+    assert re.search(r'data-images-loaded="(\d+)/\1"', dom.stdout)  # its script ran
     shot = tmp_path / "episode.png"
     done = chromium(page.as_uri(), "--window-size=1280,1600", f"--screenshot={shot}")
     assert done.returncode == 0 and shot.exists(), done.stderr[-2000:]

@@ -62,6 +62,7 @@ def _tables(data: ReportData) -> dict[str, object]:
         "pass_at_k": data.trials,
         "leaderboard": data.leaderboard,
         "cell_cost": data.cost,
+        "other_cells": data.other_cells,
     }
     for name, (frame, _) in data.kinds.items():
         tables[name] = frame

@@ -106,12 +106,14 @@ def _pre(value: object, length: int | None = None, where: str = "") -> str:
     return out
 
 
-def _json_pre(value: object, where: str) -> str:
-    """A JSON column pretty-printed when it parses, else as stored."""
+def _json_pre(value: object, where: str, length: int | None = None) -> str:
+    """A JSON column pretty-printed when it parses (a cut one does not: shown as stored)."""
     text = _text(value)
-    with contextlib.suppress(ValueError):
-        text = json.dumps(json.loads(text), indent=1, ensure_ascii=False)
-    return _pre(text, where=where)
+    if length is None or length <= len(text):
+        with contextlib.suppress(ValueError):
+            text = json.dumps(json.loads(text), indent=1, ensure_ascii=False)
+            length = None
+    return _pre(text, length, where)
 
 
 def _yes(flag: object) -> str:
@@ -151,12 +153,12 @@ class Written:
     bytes: int = 0
 
 
-_EPISODES = """
-SELECT e.*, q.prompt AS q_prompt, q.ground_truth AS q_truth,
-       length(q.prompt) AS q_prompt_len
+_EPISODES = f"""
+SELECT e.*, left(q.prompt, {FIELD_LIMIT}) AS q_prompt, length(q.prompt) AS q_prompt_len,
+       left(q.ground_truth, {FIELD_LIMIT}) AS q_truth, length(q.ground_truth) AS q_truth_len
 FROM episodes e
 LEFT JOIN queries q USING (app, app_variant, level, seed, query_id)
-WHERE {where}
+WHERE {{where}}
 ORDER BY app, model, agent, level, queries, variant, task, seed, query_id
 """
 # One cell's turns; long texts are cut in DuckDB so a huge output is never loaded whole.
@@ -346,7 +348,7 @@ def _episode_page(key: tuple, e: dict, steps: list[dict], calls: dict[tuple, dic
         truth = query
     else:
         query = _pre(e["q_prompt"], e["q_prompt_len"], "queries.prompt")
-        truth = _json_pre(e["q_truth"], "queries.ground_truth")
+        truth = _json_pre(e["q_truth"], "queries.ground_truth", e["q_truth_len"])
     turns = "".join(_turn(s, calls.get((e["seed"], qid, s["turn"]))) for s in steps)
     body = (
         f"<h1>Episode {_e(qid)}</h1>"
