@@ -132,7 +132,10 @@ def _other_cells(data: ReportData) -> list[str]:
         "<p>Cells outside this grid (direct runs, hosted models, MCP and A2A agents, "
         "Inspect imports, other grids); the statistics above do not include them.</p>",
     ]
-    out.append(_linked(cells_table(data.other_cells), "n", cell_links(data.other_cells)))
+    if data.other_cells.empty:
+        out.append('<p class="note">(none: every cell of the data directory is in this grid)</p>')
+    else:
+        out.append(_linked(cells_table(data.other_cells), "n", cell_links(data.other_cells)))
     return out
 
 
