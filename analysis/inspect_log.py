@@ -64,8 +64,11 @@ from inspect_ai.scorer import Score
 from inspect_ai.tool import ToolCall, ToolCallError
 
 from pipeline.cells import Cell, Layout, data_root
+from pipeline.core import canonical_json
 from pipeline.errors import DataError
 from pipeline.records import to_table, write_shard
+from pipeline.trials import TRIAL_KEY
+from pipeline.variants import label_of, name_of
 from pipeline.views import connect
 
 CELL = ("app", "model", "agent", "level", "seed", "queries", "variant")
@@ -314,25 +317,42 @@ def _log(cell: dict[str, Any], samples: list[EvalSample]) -> EvalLog:
     )
 
 
+def _as_trial(records: dict[str, Any], epoch: int) -> dict[str, Any]:
+    """Epoch e's rows as NetGauge's trial t = e - 1: for t > 0 the variant of its own that
+    a grid's trial t is (the cell's differences plus `trial=t`), `trial` t and `trial_of`
+    the variant of trial 0, so pass@k, pass^k and the leaderboard group the epochs as they
+    group trials. Unlike a grid's trial, an epoch is sampled by Inspect's provider with
+    no seed NetGauge derives (pipeline/trials.py): replaying it is Inspect's business."""
+    trial = epoch - 1
+    if trial <= 0:
+        return records
+    first = records["episode"]["variant"]
+    differences = {**json.loads(records["cell"]["differences"] or "{}"), TRIAL_KEY: trial}
+    variant = name_of(differences)
+    cell = records["cell"] | {
+        "variant": variant,
+        "variant_label": label_of(differences),
+        "differences": canonical_json(differences),
+    }
+    return {
+        "episode": records["episode"] | {"variant": variant, "trial": trial, "trial_of": first},
+        "steps": [row | {"variant": variant} for row in records["steps"]],
+        "calls": [row | {"variant": variant} for row in records["calls"]],
+        "cell": cell,
+    }
+
+
 def import_inspect(logs: Iterable[str | Path], data_dir: str | Path) -> list[Cell]:
     """Write the episodes of Inspect logs made by NetGauge's Inspect task
     (pipeline/inspect_task.py) into the data directory's `episodes`, `steps`, `calls` and
     `cells` shards, one cell per (app, Inspect model, agent, level, seed, queries,
     variant), rows exactly as its scorer judged them; return the cells written. A sample
-    the scorer did not judge (it failed) is named in the DataError raised, and so is a
-    log of more than one epoch: NetGauge's repeated trial t > 0 is a variant of its own
-    whose sampling seed NetGauge derives from model.seed (pipeline/trials.py), while an
-    epoch is sampled by Inspect's provider, so epochs are not imported as trials."""
+    the scorer did not judge (it failed) is named in the DataError raised. Epoch e of a
+    sample is the repeated trial e - 1 of its cell (`_as_trial`)."""
     cells: dict[Cell, dict[str, list[dict[str, Any]]]] = {}
     for location in logs:
         log = read_eval_log(str(location))
         for sample in log.samples or []:
-            if sample.epoch != 1:
-                raise DataError(
-                    f"{location}: sample {sample.id} is of epoch {sample.epoch}; only one "
-                    "play per query can be imported (run `inspect eval` with --epochs 1; "
-                    "NetGauge's own repeated trials are a grid's `trials`)"
-                )
             score = (sample.scores or {}).get(SCORER)
             if score is None or not score.metadata or "episode" not in score.metadata:
                 why = sample.error.message.splitlines()[0] if sample.error else "no netgauge score"
@@ -340,7 +360,7 @@ def import_inspect(logs: Iterable[str | Path], data_dir: str | Path) -> list[Cel
                     f"{location}: sample {sample.id} holds no NetGauge verdict ({why}); "
                     "only logs of pipeline/inspect_task.py whose samples all finished import"
                 )
-            records = score.metadata
+            records = _as_trial(score.metadata, sample.epoch)
             episode = records["episode"]
             cell = Cell(*(episode[k] for k in CELL), app_variant=episode.get("app_variant", "base"))
             tables = cells.setdefault(cell, {"episodes": [], "steps": [], "calls": [], "cells": []})
