@@ -168,10 +168,7 @@ class ColdLab(IncidentLab):
     def show(self, commands: Mapping[str, Sequence[str]]) -> dict[str, str]:
         out: dict[str, str] = {}
         for group in self.groups:
-            mine = [r for r in group.routers if commands.get(r)]
-            for cmds in {tuple(commands[r]) for r in mine}:
-                same = [r for r in mine if tuple(commands[r]) == cmds]
-                out.update(group.vtysh_all(same, list(cmds)))
+            out.update(group.answer({r: commands[r] for r in group.routers if commands.get(r)}))
         return out
 
     def probe(self, flows: Sequence[Flow]) -> dict[Flow, bool]:
@@ -273,7 +270,7 @@ class ColdLab(IncidentLab):
 
         def retry(idle: tuple[tuple[str, str], ...]) -> None:
             for router, address in idle:
-                self.vtysh(router, [f"clear bgp {address}"])
+                self.daemons[router].answer({router: [f"clear bgp {address}"]})
 
         settling.settle(self.routing_state, window_s, name=self.spec.name, retry_idle=retry)
 
