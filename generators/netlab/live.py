@@ -154,7 +154,7 @@ class NetLab:
         return self.daemons[router].vtysh(router, commands)
 
     def state(self) -> LabState:
-        """One poll of every router (vtysh in parallel, kernel routes in one round)."""
+        """One poll of every router (its daemons' vty sessions, kernel routes in one round)."""
         spec = self.spec
         outs: dict[str, str] = {}
         for group in {id(g): g for g in self.daemons.values()}.values():
@@ -164,7 +164,7 @@ class NetLab:
             if "bgpd" in group.daemons:
                 commands.append("show bgp summary json")
             if commands:
-                outs.update(group.vtysh_all(group.routers, commands))
+                outs.update(group.answer(dict.fromkeys(group.routers, commands)))
         routes = self.emu._shell({r.name: "ip -4 route show" for r in spec.routers})
         state = LabState()
         ospf, bgp = _neighbours(outs)
