@@ -81,7 +81,8 @@ def _anthropic_events(said: str | ToolCall | Say, prompt: int, cached: int | Non
             events.append(("content_block_delta", {"index": 0, "delta": piece}))
     events.append(("content_block_stop", {"index": 0}))
     delta = {"stop_reason": stop, "stop_sequence": None}
-    events.append(("message_delta", {"delta": delta, "usage": {"output_tokens": COMPLETION_TOKENS}}))
+    final = {"output_tokens": COMPLETION_TOKENS}  # message_delta's usage: cumulative
+    events.append(("message_delta", {"delta": delta, "usage": final}))
     events.append(("message_stop", {}))
     return b"".join(
         f"event: {kind}\ndata: {json.dumps({'type': kind, **data})}\n\n".encode()

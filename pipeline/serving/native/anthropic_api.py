@@ -1,8 +1,9 @@
 """Anthropic's Messages API through the official `anthropic` SDK (`model.provider: anthropic`).
 
 The request (`anthropic_body`, which is also what the response cache keys): the system
-messages as `system`, the turns as `messages` (common.split_system), `max_tokens` (the API has no temperature and no seed
-any more, so the config refuses them: pipeline/serving/config.py), a JSON reply as
+messages as `system`, the turns as `messages` (common.split_system), `max_tokens` (the
+API has no temperature and no seed any more, so the config refuses them:
+pipeline/serving/config.py), a JSON reply as
 `output_config.format` (structured outputs), tools as `tools` with `input_schema`, and
 `tool_choice` as auto / any (OpenAI's "required") / none / {"type": "tool", "name"}. The
 reply streams (`stream: true`): text deltas, tool_use blocks whose input arrives as JSON
