@@ -158,7 +158,7 @@ class AnthropicClient:
             except (ValueError, TypeError, AttributeError) as err:  # a body the SDK misread
                 raise EnvironmentFailure(
                     f"model endpoint {self.base_url} sent a reply that is not a Messages API "
-                    f"stream ({type(err).__name__}: {str(err)[:200]})"
+                    f"stream ({type(err).__name__}: {str(err)[:200]!r})"
                 ) from None
         if "input" not in usage:
             raise EnvironmentFailure(

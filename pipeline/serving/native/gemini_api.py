@@ -173,7 +173,7 @@ class GeminiClient:
             except (ValueError, TypeError, AttributeError, KeyError) as err:
                 raise EnvironmentFailure(
                     f"model endpoint {self.base_url} sent a reply that is not a Gemini API "
-                    f"stream ({type(err).__name__}: {str(err)[:200]})"
+                    f"stream ({type(err).__name__}: {str(err)[:200]!r})"
                 ) from None
         usage = state.get("usage")
         if usage is None:
