@@ -132,7 +132,7 @@ def test_config_refuses_what_the_api_cannot_do(overrides, message):
 def test_the_default_provider_changes_no_identity_and_native_keys_differ(tmp_path):
     smollm2 = load_model_config("smollm2")
     assert smollm2.provider == "openai" and "provider" not in cache_settings(smollm2)
-    claude = load_model_config("claude_sonnet_4_5")
+    claude = load_model_config("claude_sonnet")
     assert cache_settings(claude)["provider"] == "anthropic"
     same = dict(cache_settings(smollm2), served_name=claude.served_name)
     as_openai = ResponseCache(tmp_path, same).key(
