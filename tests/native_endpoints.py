@@ -37,6 +37,7 @@ class Fault:
     status: int
     body: bytes = b""
     content_type: str = "application/json"
+    headers: tuple[tuple[str, str], ...] = ()  # e.g. (("retry-after-ms", "20"),)
 
 
 Answer = Callable[[dict[str, Any]], str | ToolCall | Say | Fault]
@@ -133,14 +134,16 @@ def native_endpoint(
                 seen.append({"path": self.path, "headers": dict(self.headers), "body": body})
                 said = answer(body)
             if isinstance(said, Fault):
-                self._send(said.status, said.body, said.content_type)
+                self._send(said.status, said.body, said.content_type, said.headers)
                 return
             prompt = sum(len(t) for t in user_texts(body)) // 4 + 1
             make = _anthropic_events if provider == "anthropic" else _gemini_chunks
             self._send(200, make(said, prompt, cached_tokens), "text/event-stream")
 
-        def _send(self, status: int, data: bytes, content_type: str) -> None:
+        def _send(self, status: int, data: bytes, content_type: str, headers: tuple = ()) -> None:
             self.send_response(status)
+            for name, value in headers:
+                self.send_header(name, value)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
@@ -150,7 +153,8 @@ def native_endpoint(
             pass
 
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    # A short poll: shutdown() waits for it, once per test.
+    threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True).start()
     try:
         yield f"http://127.0.0.1:{httpd.server_address[1]}", seen
     finally:

@@ -190,10 +190,15 @@ def test_a_refused_key_names_the_variable_and_never_the_key(provider):
 )
 def test_rate_limits_and_overloads_are_retried_then_answered(provider, status):
     statuses = iter([status, status])
+    soon = (("retry-after-ms", "20"),)  # Anthropic's SDK waits as the server says
 
     def answer(body):
         code = next(statuses, None)
-        return Fault(code, error_body(provider, code, "slow down")) if code else "at last"
+        return (
+            Fault(code, error_body(provider, code, "slow down"), headers=soon)
+            if code
+            else "at last"
+        )
 
     with native_endpoint(provider, answer) as (url, seen):
         assert ask(provider, url).text == "at last"
@@ -204,7 +209,9 @@ def test_rate_limits_and_overloads_are_retried_then_answered(provider, status):
     ("provider", "status"), [("anthropic", 529), ("anthropic", 500), ("gemini", 503)]
 )
 def test_an_overload_or_5xx_that_lasts_is_typed_after_three_attempts(provider, status):
-    fault = Fault(status, error_body(provider, status, "overloaded"))
+    fault = Fault(
+        status, error_body(provider, status, "overloaded"), headers=(("retry-after-ms", "20"),)
+    )
     with (
         native_endpoint(provider, lambda body: fault) as (url, seen),
         pytest.raises(Overloaded, match=rf"HTTP {status}.*after 3 attempts") as caught,
