@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -20,6 +21,7 @@ from generators.malt import schema as S
 from generators.malt.coupledgreedy import promising
 from generators.malt.coupledread import Reader, switch_of, table
 from generators.malt.coupledspec import DRAINS, block_total, stages_of, task_of, upgradable
+from generators.malt.coupledtransport import SEARCH_FLOOR, dp_work
 from generators.malt.index import Redraw, TopoIndex
 
 G = 1_000_000_000
@@ -29,6 +31,8 @@ WATTS = {1: (1, 2), 10: (2, 4), 25: (3, 5), 40: (4, 7), 100: (6, 11), 200: (9, 1
 COSTS = {10: (1, 3), 25: (2, 5), 40: (3, 7), 100: (5, 13), 200: (9, 21), 400: (14, 34)}
 MIX_TRIES = 50
 LIMIT_TRIES = 12
+WIDE_STAGE = 6  # switches of one stage a drain_min_cost needs: 2-4 drained, the rest take
+COST = (1, 15)  # the range of a moved port's cost, per receiving switch and speed
 _SWITCH_NAME = re.compile(r"\.s(\d+)c(\d+)$")
 
 
@@ -71,10 +75,19 @@ class CoupledDrawer:
             "shared_budget_two_blocks": self.shared_budget_two_blocks,
             "drain_blast_radius": self.drain_blast_radius,
             "expand_lexicographic": self.expand_lexicographic,
+            "drain_min_cost": self.drain_min_cost,
         }
+        # drain_min_cost needs a stage with room for a large search (coupledtransport.py).
+        self.wide = any(
+            len(self.group(b, s)) >= WIDE_STAGE
+            for b in self.blocks
+            for s in stages_of(self.read, b)
+        )
 
     def available(self, name: str) -> bool:
         """Whether this topology offers the template `name` (any of levels 1-8)."""
+        if name == "drain_min_cost":
+            return self.mixed and self.wide
         return self.mixed or name not in DRAINS
 
     # -- reading the base ------------------------------------------------------------------
@@ -281,6 +294,35 @@ class CoupledDrawer:
             "max_watts": top,
             "names": self.new_names(block, stage, 3),
         }
+
+    def drain_min_cost(self, rng: random.Random) -> dict[str, Any]:
+        block = _pick(rng, self.blocks)
+        stage = _pick(rng, stages_of(self.read, block))
+        group = self.group(block, stage)
+        if len(group) < WIDE_STAGE:
+            raise Redraw("a stage too small for a drain at least cost")
+        gone = sorted(rng.sample(group, rng.randint(3, min(5, len(group) - 3))))
+        takers = [t for t in group if t not in gone]
+        moved = Counter(self.read.speed(p) for s in gone for p in self.read.ports(s))
+        if len(moved) < 2:
+            raise Redraw("the drained ports are all of one speed")
+        ports = sorted(len(self.read.ports(t)) for t in takers)
+        total = sum(moved.values())
+        most = ports[len(ports) // 2] + _ceil(total, len(takers)) + rng.randint(-1, 2)
+        per_speed = _ceil(max(moved.values()), len(takers)) + rng.randint(0, 3)
+        costs = [[t, [[s, rng.randint(*COST)] for s in sorted(moved)]] for t in takers]
+        spec = {
+            "op": "drain_min_cost",
+            "block": block,
+            "stage": stage,
+            "switches": gone,
+            "max_ports": most,
+            "per_speed": per_speed,
+            "costs": costs,
+        }
+        if dp_work(task_of(spec, self.ix)) < SEARCH_FLOOR:
+            raise Redraw("a per-switch search over the counts left would fit the sandbox")
+        return spec
 
 
 def _balanced(speeds: Sequence[int], counts: Sequence[int]) -> bool:

@@ -99,6 +99,12 @@ CAP_DRAWS = COUPLED_DRAWS // 2  # draws of a query under the cap; the rest witho
 SELECT_DRAWS = 5_000  # draws of levels 1-3 searched for a selected or weighted label
 
 
+def fallbacks(picked: str, templates: Sequence[str]) -> list[str]:
+    """The templates a coupled query draws under the stratum cap, in turn: the one it
+    picked, then the level's others in their order."""
+    return [picked, *(t for t in templates if t != picked)]
+
+
 def is_null_like(record: dict[str, Any]) -> bool:
     """True for answers a do-nothing agent could give: None, 0, "", [], {}, no change."""
     if record["type"] == "graph":
@@ -282,10 +288,16 @@ class MaltQueryGenerator:
         cap = share_cap(index, STRATUM_SHARE, STRATUM_MIN)
         draws = [0]  # of this query
         rng = query_rng(seed, level, index)
-        template = self.plans.pick(level, rng, weights) if level in COUPLED_LEVELS else None
+        picked = self.plans.pick(level, rng, weights) if level in COUPLED_LEVELS else None
+        # Under the cap: the picked template, then each other one of the level in turn
+        # (CAP_DRAWS draws each), then the picked one without the cap.
+        phases = [] if picked is None else fallbacks(picked, self.plans.templates[level])
 
         def draw() -> tuple[str, Spec] | str:
             draws[0] += 1
+            phase = (draws[0] - 1) // CAP_DRAWS
+            capped = picked is not None and phase < len(phases)
+            template = phases[phase] if capped else picked
             try:
                 if template is not None:
                     spec = self.plans.draw_named(template, rng)
@@ -294,7 +306,7 @@ class MaltQueryGenerator:
             except Redraw as exc:
                 return str(exc).split(":")[0][:60]
             drawn = Spec.of(spec)
-            if template is not None and draws[0] <= CAP_DRAWS:
+            if capped:
                 where = coupledspec.stratum(drawn.operation, self.size, spec)
                 if strata[where] >= cap:
                     return f"stratum {where} holds {cap} queries already"
@@ -312,7 +324,7 @@ class MaltQueryGenerator:
             index,
             draw,
             build,
-            max_draws=COUPLED_DRAWS if level in COUPLED_LEVELS else MAX_DRAWS,
+            max_draws=CAP_DRAWS * (len(phases) + 1) if phases else MAX_DRAWS,
             hint=f"On topology {self.topology_id}, which may be too small for level {level}: "
             "raise app.topology size knobs",
         )
