@@ -301,7 +301,7 @@ class CoupledDrawer:
         group = self.group(block, stage)
         if len(group) < WIDE_STAGE:
             raise Redraw("a stage too small for a drain at least cost")
-        gone = sorted(rng.sample(group, rng.randint(3, min(5, len(group) - 3))))
+        gone = sorted(rng.sample(group, rng.randint(3, min(6, len(group) - 3))))
         takers = [t for t in group if t not in gone]
         moved = Counter(self.read.speed(p) for s in gone for p in self.read.ports(s))
         if len(moved) < 2:

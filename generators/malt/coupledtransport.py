@@ -24,9 +24,10 @@ from generators.malt.coupledread import Switch
 
 Value = tuple[int, ...]
 Plan = dict[str, Any]
-# The least work (dp_work) a kept task's per-switch search takes: coupled.BUDGET's 400,000
-# pairs take about 0.3 s of CPython, so this is about 7.5 s, past the sandbox's 5 CPU-s.
-SEARCH_FLOOR = 10_000_000
+# The least work (dp_work) a kept task's per-switch search takes: a plain dict-of-states
+# search over the counts left (the cheapest per pair; coupledsolve.pack is slower) ran at
+# 2.5-6 M pairs per CPU-s here, so this is 7-16 CPU-s, past the sandbox's 5.
+SEARCH_FLOOR = 40_000_000
 Rule = Callable[["TransportTask"], Plan | None]
 
 
