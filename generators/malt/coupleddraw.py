@@ -31,7 +31,7 @@ WATTS = {1: (1, 2), 10: (2, 4), 25: (3, 5), 40: (4, 7), 100: (6, 11), 200: (9, 1
 COSTS = {10: (1, 3), 25: (2, 5), 40: (3, 7), 100: (5, 13), 200: (9, 21), 400: (14, 34)}
 MIX_TRIES = 50
 LIMIT_TRIES = 12
-WIDE_STAGE = 6  # switches of one stage a drain_min_cost needs: 2-4 drained, the rest take
+WIDE_STAGE = 7  # switches of one stage a drain_min_cost needs: 3-6 drained, at least 4 take
 COST = (1, 15)  # the range of a moved port's cost, per receiving switch and speed
 _SWITCH_NAME = re.compile(r"\.s(\d+)c(\d+)$")
 
@@ -301,7 +301,7 @@ class CoupledDrawer:
         group = self.group(block, stage)
         if len(group) < WIDE_STAGE:
             raise Redraw("a stage too small for a drain at least cost")
-        gone = sorted(rng.sample(group, rng.randint(3, min(6, len(group) - 3))))
+        gone = sorted(rng.sample(group, rng.randint(3, min(6, len(group) - 4))))
         takers = [t for t in group if t not in gone]
         moved = Counter(self.read.speed(p) for s in gone for p in self.read.ports(s))
         if len(moved) < 2:
