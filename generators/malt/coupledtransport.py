@@ -25,9 +25,10 @@ from generators.malt.coupledread import Switch
 Value = tuple[int, ...]
 Plan = dict[str, Any]
 # The least work (dp_work) a kept task's per-switch search takes: a plain dict-of-states
-# search over the counts left (the cheapest per pair; coupledsolve.pack is slower) ran at
-# 2.5-6 M pairs per CPU-s here, so this is 7-16 CPU-s, past the sandbox's 5.
-SEARCH_FLOOR = 40_000_000
+# search over the counts left (cheaper per pair than coupledsolve.pack) ran at 4-8 M pairs
+# per CPU-s here (ten drawn tasks, 11.6 M pairs in 2.1 s to 263 M in 36.7 s), so this is
+# 7.5 CPU-s and up, past the sandbox's 5.
+SEARCH_FLOOR = 60_000_000
 Rule = Callable[["TransportTask"], Plan | None]
 
 
