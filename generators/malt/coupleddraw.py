@@ -68,6 +68,7 @@ class CoupledDrawer:
         # Drains move the ports a switch has: with one port speed in the whole topology
         # (Google's example) every drained port is alike and a greedy packing is optimal.
         self.mixed = len(speeds) > 1
+        self.full: frozenset[str] = frozenset()
         self.draws: dict[str, Callable[[random.Random], dict[str, Any]]] = {
             "drain_power_binpack": self.drain_power_binpack,
             "upgrade_knapsack": self.upgrade_knapsack,
@@ -83,6 +84,13 @@ class CoupledDrawer:
             for b in self.blocks
             for s in stages_of(self.read, b)
         )
+
+    def open_blocks(self) -> tuple[str, ...]:
+        """The blocks a one-block task may sit in: all but `full` (the generator sets it to
+        the blocks whose variety stratum of the template is full; empty, every block)."""
+        if not self.full:
+            return self.blocks
+        return tuple(b for b in self.blocks if b not in self.full)
 
     def available(self, name: str) -> bool:
         """Whether this topology offers the template `name` (any of levels 1-8)."""
@@ -126,7 +134,7 @@ class CoupledDrawer:
     # -- level 6 ---------------------------------------------------------------------------
 
     def drain_power_binpack(self, rng: random.Random) -> dict[str, Any]:
-        block = _pick(rng, self.blocks)
+        block = _pick(rng, self.open_blocks())
         switch = _pick(rng, self.read.switches(block))
         takers = self.group(block, self.read.stage(switch), [switch])
         if len(takers) < 2:
@@ -170,7 +178,7 @@ class CoupledDrawer:
         return G * rng.randint(max(1, room // (10 * G)), max(1, 2 * room // (3 * G)))
 
     def upgrade_knapsack(self, rng: random.Random) -> dict[str, Any]:
-        block = _pick(rng, self.blocks)
+        block = _pick(rng, self.open_blocks())
         stage = _pick(rng, stages_of(self.read, block))
         optics = self.catalogue(rng, min(self.speeds(self.group(block, stage))), rng.randint(2, 3))
         per_switch = rng.randint(1, 3)
@@ -188,7 +196,7 @@ class CoupledDrawer:
     # -- level 7 ---------------------------------------------------------------------------
 
     def place_two_stage(self, rng: random.Random) -> dict[str, Any]:
-        block = _pick(rng, self.blocks)
+        block = _pick(rng, self.open_blocks())
         stages = stages_of(self.read, block)
         groups = [self.group(block, s) for s in stages]
         if len(stages) != 2 or min(map(len, groups)) < 2:
@@ -244,7 +252,7 @@ class CoupledDrawer:
     # -- level 8 ---------------------------------------------------------------------------
 
     def drain_blast_radius(self, rng: random.Random) -> dict[str, Any]:
-        block = _pick(rng, self.blocks)
+        block = _pick(rng, self.open_blocks())
         pair = sorted(rng.sample(self.read.switches(block), 2))
         takers = [t for t in self.read.switches(block) if t not in pair]
         for switch in pair:
@@ -268,7 +276,7 @@ class CoupledDrawer:
         }
 
     def expand_lexicographic(self, rng: random.Random) -> dict[str, Any]:
-        block = _pick(rng, self.blocks)
+        block = _pick(rng, self.open_blocks())
         stage = _pick(rng, stages_of(self.read, block))
         group = self.group(block, stage)
         optics = self.catalogue(rng, 10 * G, rng.randint(2, 3))
@@ -296,7 +304,7 @@ class CoupledDrawer:
         }
 
     def drain_min_cost(self, rng: random.Random) -> dict[str, Any]:
-        block = _pick(rng, self.blocks)
+        block = _pick(rng, self.open_blocks())
         stage = _pick(rng, stages_of(self.read, block))
         group = self.group(block, stage)
         if len(group) < WIDE_STAGE:

@@ -304,6 +304,13 @@ class MaltQueryGenerator:
             phase = (draws[0] - 1) // CAP_DRAWS
             capped = picked is not None and phase < len(phases)
             template = phases[phase] if capped else picked
+            # Under the cap a one-block task is drawn among the blocks whose stratum has
+            # room (the rare ones get every draw), so rng is used as before while none is full.
+            prefix = f"{template}/{self.size}/"
+            full = [
+                w[len(prefix) :] for w, n in strata.items() if n >= cap and w.startswith(prefix)
+            ]
+            self.plans.coupled.full = frozenset(full if capped else ())
             try:
                 if template is not None:
                     spec = self.plans.draw_named(template, rng)
@@ -311,6 +318,8 @@ class MaltQueryGenerator:
                     spec = self.draw_spec(level, rng, weights)
             except Redraw as exc:
                 return str(exc).split(":")[0][:60]
+            finally:
+                self.plans.coupled.full = frozenset()
             drawn = Spec.of(spec)
             if capped:
                 where = coupledspec.stratum(drawn.operation, self.size, spec)
