@@ -297,7 +297,11 @@ class MaltQueryGenerator:
         picked = self.plans.pick(level, rng, weights) if level in COUPLED_LEVELS else None
         # Under the cap: the picked template, then each other one of the level in turn
         # (CAP_DRAWS draws each), then the picked one without the cap.
-        phases = [] if picked is None else fallbacks(picked, self.plans.templates[level])
+        # A template weighted 0 (focus.results) is never turned to.
+        phases = []
+        if picked is not None:
+            turns = [t for t in self.plans.templates[level] if not weights or weights.get(t, 1) > 0]
+            phases = fallbacks(picked, turns)
 
         def draw() -> tuple[str, Spec] | str:
             draws[0] += 1
