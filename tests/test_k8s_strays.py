@@ -26,7 +26,8 @@ def test_decoys_change_no_probe_and_stray_faults_only_open(xlarge):
     estates = SHARED.with_strays()
     ev = estates.evaluator(xlarge)
     made = strays.decoys(xlarge.estate)
-    assert {d.kind for d in made} == {"decoy.duplicate", "decoy.unresolved_port", "decoy.retired"}
+    assert {d.kind for d in made} == {f"decoy.{v}" for v in (
+        "duplicate", "unresolved_port", "retired", "pod_ip", "block_except")}  # fmt: skip
     assert all(not ev.mismatches({}, d.overlay) for d in made)  # none is filtered out
     assert estates.decoys(xlarge) == made and not SHARED.decoys(xlarge)  # level 8 only
     seen: Counter[str] = Counter()
@@ -35,8 +36,9 @@ def test_decoys_change_no_probe_and_stray_faults_only_open(xlarge):
         if wrong:
             seen[fault.variant] += 1
             assert estates.closed_only(xlarge, fault), fault.component
-    assert set(seen) == {"all_ports", "named_port_other", "selector_wider"}
-    assert sum(seen.values()) >= 30
+    assert set(seen) == {"all_ports", "named_port_other", "selector_wider", "pod_ip_other",
+                         "block_except_short"}  # fmt: skip
+    assert sum(seen.values()) >= 60
     kinds = {f.kind for f in estates.faults(xlarge)} - {f.kind for f in SHARED.faults(xlarge)}
     assert kinds == {"k8s.policy_extra"}
 
@@ -62,6 +64,19 @@ def test_a_stray_fault_and_a_decoy_read_alike_until_the_pods_are_read(xlarge):
             assert isinstance(spec["ingress"][0]["ports"][0]["port"], str)  # a named port
         pairs += 1
     assert pairs >= 3
+
+
+def test_pod_addresses_are_read_from_the_cluster_not_the_prompt(xlarge):
+    """An ipBlock stray names pods by address; the intent never says whose an address is
+    (only the partner's and the external ranges), so `kubectl get pods -o wide` must."""
+    app = K8sApp(K8sConfig(task="localize", estate=0))
+    app.tier_generator().estates = SHARED
+    (query,) = app.generate(8, 0, 1)
+    pods = [w for w in xlarge.estate.app.app_workloads if w.role != "external"]
+    assert not [w.ip for w in pods if f"{w.ip}/" in query.prompt or f"{w.ip} " in query.prompt]
+    short = [f for f in strays.stray_faults(xlarge.estate) if f.variant == "block_except_short"]
+    block = short[0].changes[0][1]["spec"]["ingress"][0]["from"][0]["ipBlock"]
+    assert block["cidr"].endswith("/29") and block["except"]
 
 
 def test_level_8_carries_strays_and_level_7_does_not():

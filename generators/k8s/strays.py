@@ -18,6 +18,13 @@ resolves on:
   decoy  unresolved_port    `In [T, U]` as above, but U has no port of that name: a named
                             port that a pod lacks admits nothing on it
   decoy  retired            selects the retired `T-v1` pods (none run) and admits every pod
+  decoy  pod_ip             C by its pod's address (ipBlock /32) on T's port name
+  fault  pod_ip_other       another pod's address, one the intent does not let reach T
+  decoy  block_except       the /29 around C's pod, every other pod's address in `except`
+  fault  block_except_short the same with one of those addresses missing from `except`
+
+Pods' addresses are in no policy and not in the intent: `kubectl get pods -A -o wide`
+says whose they are.
 
 A decoy is not a cause and may stay (or go: it changes no connection); the prompt says
 both (generator6.py). Only faults some probe sees and decoys no probe sees are offered
@@ -27,6 +34,7 @@ both (generator6.py). Only faults some probe sees and decoys no probe sees are o
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 from collections.abc import Iterator
 from typing import Any
 
@@ -93,9 +101,36 @@ def _made(kind: str, variant: str, t: Workload, c: Workload, selector: dict, rul
     return kind, variant, role, t, policy
 
 
+def _blocks(t: Workload, c: Workload, named: dict, ips: dict[str, Workload]) -> Iterator[Made]:
+    """The ipBlock shapes for caller `c` of `t` (`ips`: every pod's address -> workload)."""
+    callers = {w.name for w in ips.values() if any(k.target == t.name for k in w.calls)}
+    ports = named["ports"]
+    one = {"from": [{"ipBlock": {"cidr": f"{c.ip}/32"}}], "ports": ports}
+    yield _made("decoy", "pod_ip", t, c, _one(t), one, t.role)
+    others = sorted((w for w in ips.values() if w.name not in callers and w.role != "external"),
+                    key=lambda w: _pick(t.name, c.name, w.name))  # fmt: skip
+    for x in others[:2]:
+        rule = {"from": [{"ipBlock": {"cidr": f"{x.ip}/32"}}], "ports": ports}
+        yield _made("fault", "pod_ip_other", t, c, _one(t), rule, t.role)
+    net = ipaddress.ip_network(f"{c.ip}/29", strict=False)
+    near = [w for ip, w in ips.items() if ipaddress.ip_address(ip) in net]
+    inside = sorted((w for w in near if w.name not in callers),
+                    key=lambda w: ipaddress.ip_address(w.ip))  # fmt: skip
+    if not inside:
+        return
+    block = {"cidr": str(net), "except": [f"{w.ip}/32" for w in inside]}
+    whole = {"from": [{"ipBlock": block}], "ports": ports}
+    yield _made("decoy", "block_except", t, c, _one(t), whole, t.role)
+    for w in sorted(inside, key=lambda w: _pick(t.name, c.name, w.name, "short"))[:2]:
+        short = {**block, "except": [e for e in block["except"] if e != f"{w.ip}/32"]}
+        rule = {"from": [{"ipBlock": short}], "ports": ports}
+        yield _made("fault", "block_except_short", t, c, _one(t), rule, t.role)
+
+
 def _shapes(es: E.Estate) -> Iterator[Made]:
     """(fault or decoy, variant, placement role, target, policy) of every stray shape."""
     app = es.app
+    ips = {w.ip: w for w in app.workloads if w.ip}
     for t in app.app_workloads:
         if not t.ports or t.role == "worker":
             continue
@@ -106,6 +141,7 @@ def _shapes(es: E.Estate) -> Iterator[Made]:
             named = {**rule, "ports": [{"port": port.name, "protocol": port.protocol}]}
             yield _made("decoy", "duplicate", t, c, _one(t), named, t.role)
             yield _made("fault", "all_ports", t, c, _one(t), rule, t.role)
+            yield from _blocks(t, c, named, ips)
             for other in t.ports[1:]:
                 ports = [{"port": other.name, "protocol": other.protocol}]
                 yield _made("fault", "named_port_other", t, c, _one(t), {**rule, "ports": ports},
