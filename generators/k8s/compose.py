@@ -4,7 +4,9 @@ the pure evaluator (overlay.py).
 A draw picks an estate, the tier's benign anomalies (benign.py) and faults (catalogue*.py):
 a kind uniformly among those the estate offers, then a placement of it uniformly (the role
 of the workload or the tier of the namespace), then one of its faults there uniformly, each
-fault on objects no other fault or anomaly touches. A masking pair (levels 7, 8) is a
+fault on objects no other fault or anomaly touches; at level 8 first 2-3 decoy policies
+(strays.py), which change no probe and stand in every state (`Draw.standing`: the intent
+with them). A masking pair (levels 7, 8) is a
 fault A and a fault B whose mismatches alone lie within A's. `validate` then proves, with
 the anomalies as the intent:
 

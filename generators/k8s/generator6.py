@@ -24,6 +24,9 @@ The ground truth holds what the environment rebuilds the query's cluster from (`
 probes whose intended result the anomalies change from the estate's; `probes`, how many;
 `benign_objects`: what no step may touch), the `mismatches` the faults make, the oracle's
 `oracle` commands and `evidence` commands, and the answer's truth (`healthy`, `causes`).
+At level 8 it also lists the query's `decoys` (strays.py): policies in `objects` that
+change no probe, neither causes nor protected (the prompt says so); its query key holds
+their ids, so levels 6 and 7 keep the keys they had.
 """
 
 from __future__ import annotations
