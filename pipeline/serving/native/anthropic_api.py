@@ -29,7 +29,7 @@ from pipeline.errors import EnvironmentFailure
 from pipeline.serving.client import ChatResult, Message, Sampling
 from pipeline.serving.native.common import (
     Assembled,
-    answered,
+    NativeChat,
     count,
     forced_tool,
     json_schema,
@@ -39,7 +39,7 @@ from pipeline.serving.native.common import (
 from pipeline.serving.native.errors import status_error, transport_error
 
 if TYPE_CHECKING:
-    from pipeline.serving.cache import ResponseCache
+    pass
 
 PROVIDER = "anthropic"
 FINISH = {
@@ -85,8 +85,10 @@ def anthropic_body(
     return body
 
 
-class AnthropicClient:
+class AnthropicClient(NativeChat):
     """ChatClient's interface (`chat`, `aclose`) over the Messages API; one per event loop."""
+
+    body = staticmethod(anthropic_body)
 
     def __init__(
         self,
@@ -117,26 +119,6 @@ class AnthropicClient:
             max_retries=retries,
             timeout=timeout_s,
         )
-
-    async def chat(
-        self,
-        messages: Sequence[Message],
-        *,
-        sampling: Sampling | None = None,
-        response_format: dict[str, Any] | None = None,
-        tools: Sequence[dict[str, Any]] | None = None,
-        tool_choice: str | dict[str, Any] | None = None,
-        cache: ResponseCache | None = None,
-    ) -> ChatResult:
-        body = anthropic_body(
-            self.model,
-            messages,
-            sampling or self.sampling,
-            response_format=response_format,
-            tools=tools,
-            tool_choice=tool_choice,
-        )
-        return await answered(cache, body, self._send)
 
     async def _send(self, body: dict[str, Any]) -> ChatResult:
         async with self._in_flight:

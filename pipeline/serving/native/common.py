@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pipeline.errors import EnvironmentFailure
-from pipeline.serving.client import MAX_REPLY_CHARS, MISS, ChatResult, Message, ToolCall
+from pipeline.serving.client import MAX_REPLY_CHARS, MISS, ChatResult, Message, Sampling, ToolCall
 from pipeline.untrusted import storable
 
 if TYPE_CHECKING:
@@ -129,6 +129,38 @@ class Assembled:
             ),
             cached_tokens=cached,
         )
+
+
+class NativeChat:
+    """`chat` of ChatClient's interface for a native provider: the request's body in the
+    provider's own form (`body`, a plain-JSON builder), answered by the cache or `_send`."""
+
+    model: str
+    sampling: Sampling
+    body: Callable[..., dict[str, Any]]  # staticmethod(anthropic_body), ...
+
+    async def chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        sampling: Sampling | None = None,
+        response_format: dict[str, Any] | None = None,
+        tools: Sequence[dict[str, Any]] | None = None,
+        tool_choice: str | dict[str, Any] | None = None,
+        cache: ResponseCache | None = None,
+    ) -> ChatResult:
+        body = self.body(
+            self.model,
+            messages,
+            sampling or self.sampling,
+            response_format=response_format,
+            tools=tools,
+            tool_choice=tool_choice,
+        )
+        return await answered(cache, body, self._send)
+
+    async def _send(self, body: dict[str, Any]) -> ChatResult:
+        raise NotImplementedError
 
 
 async def answered(

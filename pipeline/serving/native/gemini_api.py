@@ -32,7 +32,7 @@ from pipeline.errors import EnvironmentFailure
 from pipeline.serving.client import ChatResult, Message, Sampling
 from pipeline.serving.native.common import (
     Assembled,
-    answered,
+    NativeChat,
     count,
     forced_tool,
     json_schema,
@@ -42,7 +42,7 @@ from pipeline.serving.native.common import (
 from pipeline.serving.native.errors import status_error, transport_error
 
 if TYPE_CHECKING:
-    from pipeline.serving.cache import ResponseCache
+    pass
 
 PROVIDER = "gemini"
 API_VERSION = "v1beta"
@@ -93,8 +93,10 @@ def gemini_body(
     return {"model": model, "contents": contents, "config": config}
 
 
-class GeminiClient:
+class GeminiClient(NativeChat):
     """ChatClient's interface (`chat`, `aclose`) over the Gemini API; one per event loop."""
+
+    body = staticmethod(gemini_body)
 
     def __init__(
         self,
@@ -134,26 +136,6 @@ class GeminiClient:
             ),
         )
         self._sdk = genai.Client(api_key=api_key, http_options=options)
-
-    async def chat(
-        self,
-        messages: Sequence[Message],
-        *,
-        sampling: Sampling | None = None,
-        response_format: dict[str, Any] | None = None,
-        tools: Sequence[dict[str, Any]] | None = None,
-        tool_choice: str | dict[str, Any] | None = None,
-        cache: ResponseCache | None = None,
-    ) -> ChatResult:
-        body = gemini_body(
-            self.model,
-            messages,
-            sampling or self.sampling,
-            response_format=response_format,
-            tools=tools,
-            tool_choice=tool_choice,
-        )
-        return await answered(cache, body, self._send)
 
     async def _send(self, body: dict[str, Any]) -> ChatResult:
         async with self._in_flight:
