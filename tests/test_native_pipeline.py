@@ -55,7 +55,9 @@ def every_file_bytes(root: Path) -> bytes:
 
 @pytest.mark.parametrize("provider", sorted(CONFIGS))
 def test_a_native_model_plays_text_json_and_tool_cells(tmp_path, monkeypatch, caplog, provider):
-    caplog.set_level(logging.DEBUG)  # what the SDKs and httpx log at any level
+    caplog.set_level(logging.DEBUG)  # what the SDKs and httpx log at any level, even where
+    for name in ("httpx", "httpcore", "anthropic", "google_genai"):  # an entry point run
+        caplog.set_level(logging.DEBUG, logger=name)  # earlier in this process quieted it
     monkeypatch.setenv(VARIABLES[provider], KEY)
     data = tmp_path / "data"
     decodings = ("text", "json", "tools")
