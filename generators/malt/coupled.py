@@ -1,13 +1,15 @@
 """The coupled-constraint plans of MALT levels 6-8: each task read off the base graph as a
 small model, its exact optimum, and the value and broken rules of any plan for it.
 
-Three models carry the six tasks (specs in coupledcheck.py, prose in coupledrender.py):
+Three models carry these tasks (specs in coupledspec.py, prose in coupledrender.py;
+drain_min_cost has its own, coupledtransport.py):
 
-- `PackTask` (drain_power_binpack, place_two_stage, drain_blast_radius): ports to put on
-  switches, each switch that takes any ending within a port limit, a power limit (watts
-  per port by speed, from the task's table) and for the blast radius a capacity limit;
-  fewest switches used (then, for the blast radius, the lowest peak power). For the
-  two-stage placement the capacity added to the block's two stages must be equal.
+- `PackTask` (drain_power_binpack, place_power_binpack, place_two_stage,
+  drain_blast_radius): ports to put on switches, each switch that takes any ending within
+  a port limit, a power limit (watts per port by speed, from the task's table) and for the
+  blast radius a capacity limit; fewest switches used (then, for the blast radius, the
+  lowest peak power). For the two-stage placement the capacity added to the block's two
+  stages must be equal.
 - `CoverTask` (upgrade_knapsack, shared_budget_two_blocks): faster optics for ports of one
   or two blocks, at most `per_switch` per switch, every block reaching its target, the
   stock of a scarce optic shared; least cost.
@@ -70,6 +72,7 @@ class PackTask:
     # The two-stage placement: ports to share between the two groups (whose own items are
     # empty), the same capacity to each.
     pool: tuple[int, ...] | None = None
+    new: bool = False  # the one-stage placement: the items are new ports, not drained ones
 
     @property
     def balance(self) -> bool:
@@ -194,8 +197,9 @@ def pack_judge(task: PackTask, plan: Plan) -> tuple[list[str], Value]:
         for group, got in zip(task.groups, taken, strict=True):
             if tuple(got) != group.items:
                 errs.append(
-                    f"stage-{group.stage} switches take {_mix(task.types, got)}; the drained "
-                    f"ports of that stage are {_mix(task.types, group.items)}"
+                    f"stage-{group.stage} switches take {_mix(task.types, got)}; the "
+                    f"{'new' if task.new else 'drained'} ports of that stage are "
+                    f"{_mix(task.types, group.items)}"
                 )
     used = sum(1 for v in plan.values() if any(v))
     return errs, ((used, peak) if task.peak else (used,))

@@ -72,6 +72,7 @@ class CoupledDrawer:
         self.draws: dict[str, Callable[[random.Random], dict[str, Any]]] = {
             "drain_power_binpack": self.drain_power_binpack,
             "upgrade_knapsack": self.upgrade_knapsack,
+            "place_power_binpack": self.place_power_binpack,
             "place_two_stage": self.place_two_stage,
             "shared_budget_two_blocks": self.shared_budget_two_blocks,
             "drain_blast_radius": self.drain_blast_radius,
@@ -192,6 +193,35 @@ class CoupledDrawer:
             "per_switch": per_switch,
             "optics": optics,
         }
+
+    def place_power_binpack(self, rng: random.Random) -> dict[str, Any]:
+        """A mix of new ports on one stage of a block. Unlike a drain, whose ports are the
+        drained switch's (often all of one speed), the mix is drawn, so it defeats every
+        greedy rule on narrow stages too (README: the small topology's level 6)."""
+        block = _pick(rng, self.open_blocks())
+        stage = _pick(rng, stages_of(self.read, block))
+        group = self.group(block, stage)
+        if len(group) < 3:  # on two, the roomiest or the emptiest first is optimal at 1
+            raise Redraw("fewer than three switches of the stage to take the ports")
+        speeds = sorted(rng.sample([s for s in SPEEDS if s >= 10 * G], rng.randint(2, 3)))
+        mix = [[s, rng.randint(1, 5)] for s in speeds]
+        watts = _increasing(rng, self.speeds(group) | set(speeds), WATTS)
+        per = table(watts)
+        count, power = sum(c for _, c in mix), sum(per[s] * c for s, c in mix)
+        for _ in range(LIMIT_TRIES):
+            most, top = self.limits(rng, group, watts, count, power)
+            spec = {
+                "op": "place_power_binpack",
+                "block": block,
+                "stage": stage,
+                "ports": mix,
+                "max_ports": most,
+                "max_watts": top,
+                "watts": watts,
+            }
+            if promising(task_of(spec, self.ix)):
+                return spec
+        raise Redraw("every limit drawn leaves a greedy plan optimal")
 
     # -- level 7 ---------------------------------------------------------------------------
 

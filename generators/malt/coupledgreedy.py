@@ -328,10 +328,11 @@ def _fewest(need: int, room: list[int]) -> int:
 
 
 def promising(task: Any) -> bool:
-    """A cheap screen a drawer may use before the exact search: False for a drain no set
-    of switches has the room for, or whose greedy plan keeps every rule and uses no more
-    switches than a lower bound (the most of: the fewest switches whose free slots, or
-    whose watts to spare, could hold the ports), which makes it optimal."""
+    """A cheap screen a drawer may use before the exact search: False for a drain or a
+    one-stage placement no set of switches has the room for, or whose greedy plan keeps
+    every rule and uses no more switches than a lower bound (the most of: the fewest
+    switches whose free slots, or whose watts to spare, could hold the ports), which makes
+    it optimal."""
     if not isinstance(task, PackTask) or task.balance or task.peak:
         return True
     watts = dict(task.watts)

@@ -176,6 +176,22 @@ def drain_min_cost(graph, block, drained, max_ports, per_speed, costs):
 
 COUPLED_PRELUDE = PLAN_PRELUDE + "\n\n" + inspect.getsource(coupledsolve) + COUPLED_HELPERS
 
+# Helpers of templates added after the prelude was fixed, appended to their own programs
+# only: the prelude, and so the programs of every other template, stay as they were.
+ADDED_HELPERS = {
+    "place_power_binpack": '''
+
+def place_one_stage(graph, block, st, mix, max_ports, max_watts, watts):
+    """The new ports on the stage's switches of the block: fewest switches taking any."""
+    types = sorted(mix)
+    takers = stage_switches(graph, block, st)
+    found = pack([mix[t] for t in types],
+                 packing_bins(graph, takers, watts, max_ports, max_watts),
+                 packing_loads(types, watts))
+    place_vectors(graph, takers, types, found[2])
+''',
+}
+
 
 def _table(pairs: list) -> str:
     return "{" + ", ".join(f"{int(k)}: {int(v)}" for k, v, *_ in pairs) + "}"
@@ -195,6 +211,12 @@ def _call(spec: dict[str, Any]) -> str:
         return (
             f"drain_min_cost(graph, {spec['block']!r}, {list(spec['switches'])!r}, "
             f"{spec['max_ports']!r}, {spec['per_speed']!r}, {costs})"
+        )
+    if op == "place_power_binpack":
+        return (
+            f"place_one_stage(graph, {spec['block']!r}, {spec['stage']!r}, "
+            f"{_table(spec['ports'])}, {spec['max_ports']!r}, {spec['max_watts']!r}, "
+            f"{_table(spec['watts'])})"
         )
     if op == "place_two_stage":
         return (
@@ -218,4 +240,8 @@ def _call(spec: dict[str, Any]) -> str:
 
 def program(spec: dict[str, Any]) -> str:
     """The oracle's program for a coupled-constraint spec: it returns the modified graph."""
-    return f"{COUPLED_PRELUDE}\n\ndef process_graph(graph):\n    {_call(spec)}\n    return graph\n"
+    extra = ADDED_HELPERS.get(spec["op"], "")
+    return (
+        f"{COUPLED_PRELUDE}{extra}\n\ndef process_graph(graph):\n    {_call(spec)}\n"
+        "    return graph\n"
+    )

@@ -87,6 +87,17 @@ def _shared_budget_two_blocks(spec: Spec, ref: Ref) -> str:
     )
 
 
+def _place_power_binpack(spec: Spec, ref: Ref) -> str:
+    mix = ", ".join(f"{n} of {s} bps" for s, n in spec["ports"])
+    return (
+        f"Add these new ports to packet switches of {ref(spec['block'])} of stage "
+        f"{spec['stage']}: {mix}. Each goes to an existing packet switch of that block and "
+        f"stage. {_watts(spec)} {_limits(spec, 'gets new ports')} (a switch that gets none is "
+        "left as it is). Use as few switches as possible: the number of switches that get at "
+        f"least one new port is as small as it can be. {NEW_PORTS}"
+    )
+
+
 def _place_two_stage(spec: Spec, ref: Ref) -> str:
     mix = ", ".join(f"{n} of {s} bps" for s, n in spec["ports"])
     low, high = spec["stages"]
@@ -158,6 +169,7 @@ def _drain_min_cost(spec: Spec, ref: Ref) -> str:
 _BODIES: dict[str, Callable[[Spec, Ref], str]] = {
     "drain_power_binpack": _drain_power_binpack,
     "upgrade_knapsack": _upgrade_knapsack,
+    "place_power_binpack": _place_power_binpack,
     "place_two_stage": _place_two_stage,
     "shared_budget_two_blocks": _shared_budget_two_blocks,
     "drain_blast_radius": _drain_blast_radius,

@@ -5,6 +5,8 @@ graph as its model (coupled.py).
                               "watts": [[bps, W], ...]}
     upgrade_knapsack         {"block": B, "stage": s, "target": T, "per_switch": u,
                               "optics": [[bps, cost], ...]}
+    place_power_binpack      {"block": B, "stage": s, "ports": [[bps, n], ...],
+                              "max_ports": M, "max_watts": W, "watts": [[bps, W], ...]}
     place_two_stage          {"block": B, "stages": [s1, s2], "ports": [[bps, n], ...],
                               "max_ports": M, "max_watts": W, "watts": [[bps, W], ...]}
     shared_budget_two_blocks {"blocks": [B1, B2], "stage": s, "targets": [T1, T2],
@@ -61,6 +63,9 @@ class CatalogueEntry:
 CATALOGUE = (
     CatalogueEntry("drain_power_binpack", 6, "ports and watts per receiver; fewest receivers"),
     CatalogueEntry("upgrade_knapsack", 6, "optics cost against gain, u per switch; least cost"),
+    CatalogueEntry(
+        "place_power_binpack", 6, "new ports of a mix, ports and watts per switch; fewest"
+    ),
     CatalogueEntry(
         "place_two_stage", 7, "ports and watts per switch, equal gain of two stages; fewest"
     ),
@@ -146,6 +151,24 @@ def _place(spec: Spec, reader: Reader) -> PackTask:
     )
 
 
+def _place_one(spec: Spec, reader: Reader) -> PackTask:
+    watts, mix = table(spec["watts"]), table(spec["ports"])
+    types = tuple(sorted(mix))
+    takers = [
+        switch_of(reader, t, watts)
+        for t in reader.switches(spec["block"])
+        if reader.stage(t) == spec["stage"]
+    ]
+    return PackTask(
+        types=types,
+        watts=tuple(sorted(watts.items())),
+        groups=(PackGroup(spec["stage"], tuple(takers), tuple(mix[t] for t in types)),),
+        max_ports=spec["max_ports"],
+        max_watts=spec["max_watts"],
+        new=True,
+    )
+
+
 def upgradable(reader: Reader, block: str, stage: int, top: int) -> CoverBlock:
     """The ports of a block's stage-`stage` switches below `top` bps, by switch (`need`
     left at 0 for the caller)."""
@@ -217,6 +240,7 @@ TASKS: dict[str, Callable[[Spec, Reader], Any]] = {
     "drain_power_binpack": _drain,
     "drain_blast_radius": _drain,
     "place_two_stage": _place,
+    "place_power_binpack": _place_one,
     "upgrade_knapsack": _upgrade,
     "shared_budget_two_blocks": _upgrade,
     "expand_lexicographic": _expand,

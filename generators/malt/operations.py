@@ -11,7 +11,8 @@ extends with what it adds (`drain_balance`: drain two switches, balanced;
 one of the names or holds one as a token (the label split at `>`, `(`, `)`, `|`, `_`), so
 `[add]` draws `add`, `add>count`, `for_if(update|add)`, ...; `[drain]` draws `drain` (L4)
 and `drain_balance` (L5), and with them `drain_power_binpack` (L6) and `drain_blast_radius`
-(L8); `[for_if]` the level-3 loops with a branch.
+(L8); `[place]` draws `place`, `place_balance`, `place_power_binpack` (L6) and
+`place_two_stage` (L7); `[for_if]` the level-3 loops with a branch.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ TEMPLATES: dict[int, tuple[str, ...]] = {
     4: ("drain", "expand", "place", "upgrade"),
     5: ("drain_balance", "expand_fill", "place_balance", "upgrade_superblock"),
     # Coupled constraints no greedy rule solves (coupledspec.py): one, two, three + goals.
-    6: ("drain_power_binpack", "upgrade_knapsack"),
+    6: ("drain_power_binpack", "upgrade_knapsack", "place_power_binpack"),
     7: ("place_two_stage", "shared_budget_two_blocks"),
     8: ("drain_blast_radius", "expand_lexicographic", "drain_min_cost"),
 }
