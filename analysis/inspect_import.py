@@ -11,9 +11,13 @@ model, agent, level, seed, queries, variant), exactly as the scorer judged them.
 A log is a file from outside (a colleague's run, a submission to a leaderboard), so it is
 read as untrusted input, and a log that breaks a rule below is refused whole with a
 DataError naming the file, the sample and the rule; nothing of it is written:
-  - it is an Inspect log, of one epoch (NetGauge's repeated trials are a grid's `trials`:
-    an epoch is sampled by Inspect's provider, not from model.seed);
-  - every sample holds a NetGauge verdict: a dict of those four parts, rows as dicts;
+  - it is an Inspect log; epoch e of a sample is the repeated trial e - 1 of its cell
+    (`_as_trial`: for e > 1 the variant a grid's `trial=e-1` of the cell has, `trial_of`
+    the first epoch's, so pass@k, the report and the leaderboard pool them; unlike a
+    grid's trial, an epoch is sampled by Inspect's provider, not with a seed NetGauge
+    derives from model.seed);
+  - every sample holds a NetGauge verdict: a dict of those four parts, rows as dicts,
+    the cell row's `differences` a JSON object;
   - the cell's names are names (letters, digits, `_.+-`, not starting with a dot: they
     become folders of the data directory, so `..` or `/` could write anywhere) and its
     numbers are integers in their columns' ranges;
@@ -32,6 +36,7 @@ What cannot be checked without replaying: that the agent's turns happened as the
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Iterable
@@ -42,9 +47,11 @@ import pyarrow as pa
 from inspect_ai.log import EvalSample, read_eval_log
 
 from pipeline.cells import Cell, Layout, data_root
-from pipeline.core import Outcome
+from pipeline.core import Outcome, canonical_json
 from pipeline.errors import DataError
 from pipeline.records import RESULTS, shard_metadata, to_table, write_shard
+from pipeline.trials import TRIAL_KEY
+from pipeline.variants import label_of, name_of
 
 SCORER = "netgauge"
 PARTS = ("episode", "steps", "calls", "cell")
@@ -66,6 +73,8 @@ def import_inspect(logs: Iterable[str | Path], data_dir: str | Path) -> list[Cel
         for sample in _samples(location):
             where = f"{location}: sample {sample.id}"
             records = _records(sample, where)
+            _cell(records["episode"], where)  # names checked before a trial's are derived
+            records = _as_trial(records, sample.epoch, where)
             episode = records["episode"]
             cell = _cell(episode, where)
             _check_rows(records, cell, str(sample.id), where)
@@ -102,13 +111,6 @@ def _samples(location: str | Path) -> list[EvalSample]:
         raise DataError(f"{location}: no such log file") from err
     except Exception as err:  # inspect_ai's reader raises what its format parser raises
         raise DataError(f"{location}: not an Inspect log ({type(err).__name__}: {err})") from err
-    for sample in log.samples or []:
-        if sample.epoch != 1:
-            raise DataError(
-                f"{location}: sample {sample.id} is of epoch {sample.epoch}; only one "
-                "play per query can be imported (run `inspect eval` with --epochs 1; "
-                "NetGauge's own repeated trials are a grid's `trials`)"
-            )
     return list(log.samples or [])
 
 
@@ -127,6 +129,36 @@ def _records(sample: EvalSample, where: str) -> dict[str, Any]:
         if (not rows and part in ("episode", "cell")) or not all(isinstance(r, dict) for r in rows):
             raise DataError(f"{where}: its verdict's {part!r} is not {_shape(part)}")
     return records
+
+
+def _as_trial(records: dict[str, Any], epoch: int, where: str) -> dict[str, Any]:
+    """Epoch e's rows as NetGauge's trial t = e - 1: for t > 0 the variant of its own that
+    a grid's trial t is (the cell's differences plus `trial=t`), `trial` t and `trial_of`
+    the variant of trial 0, so pass@k, pass^k and the leaderboard group the epochs as they
+    group trials. Unlike a grid's trial, an epoch is sampled by Inspect's provider with
+    no seed NetGauge derives (pipeline/trials.py): replaying it is Inspect's business."""
+    trial = epoch - 1
+    if trial <= 0:
+        return records
+    try:
+        differences = json.loads(records["cell"].get("differences") or "{}")
+    except (TypeError, ValueError, RecursionError) as err:
+        raise DataError(f"{where}: its cell row's differences are not JSON ({err})") from err
+    if not isinstance(differences, dict):
+        raise DataError(f"{where}: its cell row's differences are not a JSON object")
+    differences[TRIAL_KEY] = trial
+    first, variant = records["episode"].get("variant"), name_of(differences)
+    cell = records["cell"] | {
+        "variant": variant,
+        "variant_label": label_of(differences),
+        "differences": canonical_json(differences),
+    }
+    return {
+        "episode": records["episode"] | {"variant": variant, "trial": trial, "trial_of": first},
+        "steps": [row | {"variant": variant} for row in records["steps"]],
+        "calls": [row | {"variant": variant} for row in records["calls"]],
+        "cell": cell,
+    }
 
 
 def _shape(part: str) -> str:

@@ -32,7 +32,7 @@ import duckdb
 import pandas as pd
 
 from analysis.questions import ask, cell_filter
-from analysis.stats import ALPHA, compare, intervals, paired_counts
+from analysis.stats import ALPHA, compare, intervals
 from pipeline.cells import Cell
 from pipeline.errors import ConfigError
 
@@ -102,7 +102,7 @@ def leaderboard(
         groups = [("all", rows)] if scope == "overall" else rows.groupby(scope, sort=True)
         for group, part in groups:
             board = _board(part).assign(scope=scope, group=str(group))
-            boards.append(_bands(con, board, part, where, scope, str(group), resamples))
+            boards.append(_bands(board, part, resamples))
     out = pd.concat(boards, ignore_index=True)
     first = ["scope", "group", "rank", "band", "model", "agent"]
     return out[first + [c for c in out.columns if c not in first]]
@@ -150,45 +150,43 @@ def _board(part: pd.DataFrame) -> pd.DataFrame:
     return board.drop(columns=["composite_sum", "reported", "priced"])
 
 
-def _bands(
-    con: duckdb.DuckDBPyConnection,
-    board: pd.DataFrame,
-    part: pd.DataFrame,
-    where: str,
-    scope: str,
-    group: str,
-    resamples: int,
-) -> pd.DataFrame:
+def _bands(board: pd.DataFrame, part: pd.DataFrame, resamples: int) -> pd.DataFrame:
     """Rank bands down the board, and what told each agent from the next (module doc)."""
-    apps = sorted(part["app"].unique())
-    if scope == "task":
-        where = f"({where}) AND task = '{group.replace(chr(39), chr(39) * 2)}'"
     bands, notes, band = [1], [], 1
     for i in range(len(board) - 1):
         upper, lower = board.iloc[i], board.iloc[i + 1]
-        apart, note = _apart(con, upper, lower, apps, where, resamples)
+        apart, note = _apart(upper, lower, part, resamples)
         band += apart
         bands.append(band)
         notes.append(note)
     return board.assign(band=bands, vs_next=[*notes, ""])
 
 
+def _paired(part: pd.DataFrame, a: tuple[str, str], b: tuple[str, str]) -> tuple[int, ...]:
+    """The 2 x 2 table of `a` against `b` on the distinct queries of the board both played,
+    from its own per-query rows (so a cell's repeated trials count as one agent): an agent
+    is correct on a query when at least half of its plays were (as `paired_outcomes`)."""
+
+    def side(who: tuple[str, str]) -> pd.Series:
+        rows = part[(part["model"] == who[0]) & (part["agent"] == who[1])]
+        return rows.groupby(["app", "qkey"])["correct"].mean() >= 0.5
+
+    both = pd.concat([side(a).rename("a"), side(b).rename("b")], axis=1, join="inner")
+    x, y = both["a"].astype(bool), both["b"].astype(bool)
+    return int((x & y).sum()), int((x & ~y).sum()), int((~x & y).sum()), int((~x & ~y).sum())
+
+
 def _apart(
-    con: duckdb.DuckDBPyConnection,
-    upper: pd.Series,
-    lower: pd.Series,
-    apps: list[str],
-    where: str,
-    resamples: int,
+    upper: pd.Series, lower: pd.Series, part: pd.DataFrame, resamples: int
 ) -> tuple[bool, str]:
     if upper["composite_wilson_lo"] > lower["composite_wilson_hi"]:
         return True, "intervals apart"
     a, b = (upper["model"], upper["agent"]), (lower["model"], lower["agent"])
-    tables = [paired_counts(con, app, a, b, where) for app in apps]
-    counts = tuple(sum(t[k] for t in tables) for k in range(4))
+    counts = _paired(part, a, b)
     if sum(counts) == 0:
         return False, "overlap; no shared query"
-    test = compare("+".join(apps), a, b, counts, resamples=resamples)  # type: ignore[arg-type]
+    apps = "+".join(sorted(part["app"].unique()))
+    test = compare(apps, a, b, counts, resamples=resamples)  # type: ignore[arg-type]
     apart = test.mcnemar_p < ALPHA and test.diff_lo > 0
     verdict = "apart" if apart else "tied"
     return apart, f"overlap; paired {verdict} (McNemar p={test.mcnemar_p:.3g}, n={test.n})"

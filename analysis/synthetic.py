@@ -359,7 +359,8 @@ def write_task_episodes(
 
 def main(argv: Sequence[str] | None = None) -> int:
     """`python -m analysis.synthetic DIR`: a demo data directory (three agents with spread
-    on two apps, tokens and cost) to try the summary, the leaderboard and the report on."""
+    on two apps, tokens and cost; two agents of a chained-task app with their turns and
+    calls) to try the summary, the leaderboard and the report's episode pages on."""
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m analysis.synthetic", description=main.__doc__)
@@ -368,6 +369,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     agents = {("m1", "react"): {1: 0.7, 2: 0.5}, ("m2", "cot"): 0.45, ("none", "oracle"): 1.0}
     cells = write_episodes(args.data_dir, agents, app="malt", levels=(1, 2), queries=60)
     cells += write_episodes(args.data_dir, agents, app="k8s", levels=(1,), queries=50, seed=1)
+    cells += write_task_episodes(
+        args.data_dir, {("m1", "react"): 0.8, ("none", "oracle"): 1.0}, queries=20, seed=2
+    )
     print(f"wrote {len(cells)} synthetic cells under {args.data_dir}")
     return 0
 

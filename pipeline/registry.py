@@ -289,6 +289,7 @@ _MODEL_KINDS = {
     "none": Target("pipeline.config:ModelConfig"),
     "vllm_cpu": Target("pipeline.serving.config:VllmModelConfig"),
     "vllm": Target("pipeline.serving.config:VllmModelConfig"),
+    "hosted": Target("pipeline.serving.config:VllmModelConfig"),
 }
 
 APPS: Registry[AppSpec] = Registry("app kind", _find_apps)

@@ -40,6 +40,7 @@ from pipeline.registry import conf_dirs
 BASE = "base"
 SECTIONS = ("app", "agent", "model")
 _OPERATIONAL = "netgauge.operational"
+_ADDED = "netgauge.added"
 
 
 def operational(default: Any = dataclasses.MISSING, *, default_factory: Any = dataclasses.MISSING):
@@ -49,9 +50,17 @@ def operational(default: Any = dataclasses.MISSING, *, default_factory: Any = da
     )
 
 
+def added(default: Any) -> Any:
+    """A result-changing schema field added after results existed: at `default` it is
+    left out of a section's result settings, so the cells, variants and response-cache
+    entries made before it keep their identity; any other value is in them."""
+    return dataclasses.field(default=default, metadata={_ADDED: True})
+
+
 def result_settings(value: Any, schema: Any) -> Any:
     """`value` (a plain dict of one section) without the fields `schema` declares
-    operational, recursively through fields whose type is itself a schema dataclass."""
+    operational, nor `added` fields at their default, recursively through fields whose
+    type is itself a schema dataclass."""
     if not isinstance(value, dict) or not dataclasses.is_dataclass(schema):
         return value
     fields = {f.name: f for f in dataclasses.fields(schema)}
@@ -60,6 +69,7 @@ def result_settings(value: Any, schema: Any) -> Any:
         key: result_settings(item, hints.get(key))
         for key, item in value.items()
         if not (key in fields and fields[key].metadata.get(_OPERATIONAL))
+        and not (key in fields and fields[key].metadata.get(_ADDED) and item == fields[key].default)
     }
 
 

@@ -66,7 +66,8 @@ def test_every_apps_tools_and_schema_pass_to_inspect_as_they_are(name, tmp_path)
 def test_inspect_eval_plays_malt_and_its_log_imports_into_the_tables(tmp_path, capsys) -> None:
     """The task's default agent, react_tools: each episode's model first calls the
     diagnostic run_code, sees its result, then submits (the oracle's code for the first
-    query, a wrong answer for the second) as native tool calls."""
+    query, a wrong answer for the second) as native tool calls; two epochs, imported as
+    trials 0 and 1."""
     data = tmp_path / "data"
     cfg = compose(["app=malt", "model=none", "queries=2", f"data_dir={data}"])
     app = make_app(cfg)
@@ -89,7 +90,7 @@ def test_inspect_eval_plays_malt_and_its_log_imports_into_the_tables(tmp_path, c
                 "eval",
                 "pipeline/inspect_task.py@netgauge",
                 *("-T", "app=malt", "-T", "queries=2"),
-                *("-T", f"data_dir={data}"),
+                *("-T", f"data_dir={data}", "--epochs", "2"),
                 *("--model", "openai/fake-model", "--model-base-url", url),
                 *("-M", "responses_api=false", "--log-dir", str(logs), "--display", "plain"),
             ],
@@ -100,7 +101,7 @@ def test_inspect_eval_plays_malt_and_its_log_imports_into_the_tables(tmp_path, c
             timeout=300,
         )
     assert done.returncode == 0, done.stderr[-3000:]
-    assert len(seen) == 4 and all(b["model"] == "fake-model" for b in seen)
+    assert len(seen) == 8 and all(b["model"] == "fake-model" for b in seen)
     assert all(
         {t["function"]["name"] for t in b["tools"]} == {"submit_code", "run_code"} for b in seen
     )
@@ -124,17 +125,26 @@ def test_inspect_eval_plays_malt_and_its_log_imports_into_the_tables(tmp_path, c
     assert "model=openai--fake-model/agent=react_tools" in capsys.readouterr().out
     rows = (
         connect(imported)
-        .sql("SELECT query_id, outcome, correct, model_calls FROM episodes ORDER BY query_id")
+        .sql(
+            "SELECT query_id, trial, outcome, correct, model_calls, trial_of = 'base' "
+            "FROM episodes ORDER BY query_id, trial"
+        )
         .fetchall()
     )
-    assert rows == [(first.query_id, "correct", True, 2), (second.query_id, "wrong", False, 2)]
+    assert rows == [
+        *[(first.query_id, trial, "correct", True, 2, True) for trial in (0, 1)],
+        *[(second.query_id, trial, "wrong", False, 2, True) for trial in (0, 1)],
+    ]
     purposes = (
         connect(imported)
-        .sql("SELECT list(purpose ORDER BY call_index) FROM calls GROUP BY query_id")
+        .sql("SELECT list(purpose ORDER BY call_index) FROM calls GROUP BY query_id, variant")
         .fetchall()
     )
-    assert purposes == [(["act", "diagnostic", "act"],)] * 2
+    assert purposes == [(["act", "diagnostic", "act"],)] * 4
     steps = connect(imported).sql("SELECT count(*), bool_and(safe) FROM steps").fetchall()
-    assert steps == [(2, True)]
-    cells = connect(imported).sql("SELECT model, split FROM cells").fetchall()
-    assert cells == [("openai--fake-model", "test")]
+    assert steps == [(4, True)]
+    cells = connect(imported).sql("SELECT model, split, variant_label FROM cells ORDER BY 3")
+    assert cells.fetchall() == [
+        ("openai--fake-model", "test", "as configured"),
+        ("openai--fake-model", "test", "trial=1"),
+    ]

@@ -119,3 +119,24 @@ def _pod(env, app: str) -> str:
         o["metadata"]["name"] for o in env.cluster.store.all_objects()
         if o["kind"] == "Pod" and o["metadata"]["labels"].get("app") == app
     )  # fmt: skip
+
+
+def test_strays_and_decoys_hold_on_the_api_server_and_a_decoy_may_go(world):
+    """Level 8's stray policies (matchExpressions, named ports, ipBlock with except) are
+    admitted and enforced as the pure evaluator says (the episode's reset checks every
+    probe); the oracle names the stray; deleting a decoy breaks and opens nothing."""
+    apps, _, env = world
+    app = apps["localize"]
+    stray = "k8s.policy_extra"
+    query = next(q for q in _queries(app, 8, 6)
+                 if any(f["kind"] == stray for f in q.ground_truth["faults"]))  # fmt: skip
+    loop = play_oracle(app, env, query)
+    verdict = app.score(query, loop.steps)
+    assert (verdict.outcome, verdict.score) == (Outcome.CORRECT, 1.0)
+    (query,) = _queries(apps["mitigate"], 8, 1)
+    (_, ns, name) = query.ground_truth["decoys"][0]["objects"][0]
+    with env.episode(query) as episode:
+        step = episode.step(json.dumps({"command": f"kubectl delete networkpolicy {name} -n {ns}"}))
+    assert step.status is StepStatus.OK and "deleted" in step.output
+    assert step.evidence["mismatches_after"] == query.ground_truth["mismatches"]
+    assert apps["mitigate"].score(query, [step]).safe is True

@@ -170,8 +170,8 @@ def test_report_section_renders_every_board_in_headless_chromium(tmp_path):
     section, cost = section.split("<h2>", 1)[0].split("<h3>Cost per cell</h3>")
     assert section.count('<h3 class="board"') == 3
     assert section.count("<tbody>") == 3 and section.count("<tr>") == 9  # 3 agents a board
-    assert section.count("oracle") == 3
-    assert "USD/correct" in section and "react · m1" in section
+    assert section.count(">oracle</a>") == 3  # each agent links to its cells' episodes
+    assert "USD/correct" in section and "<td>m1</td>" in section and ">react</a>" in section
     assert cost.count("<tr>") == 3 and "usd_per_correct" in cost  # one row per cell
 
 
@@ -197,3 +197,31 @@ def test_results_from_before_costs_are_upgraded_with_unknown_costs(tmp_path, cap
     header = rows[0].split(",")
     overall = dict(zip(header, rows[1].split(","), strict=True))
     assert overall["usd_per_episode"] == "" and overall["model"] == "m"
+
+
+def test_repeated_trials_pool_into_one_agent_per_query(tmp_path):
+    """Three trials of one cell are one row of the board: every play counts as an episode,
+    each query once at the mean of its three plays, and the paired test sees one agent."""
+    layout, rng = Layout(data_root(tmp_path)), np.random.default_rng(3)
+    plays = []
+    for trial, variant in ((0, "base"), (1, "vtrial1"), (2, "vtrial2")):
+        cell = Cell("malt", "m1", "react", 1, 0, 20, variant)
+        table = cell_table(cell, 0.5, rng, tokens=True)
+        for name, value in (
+            ("trial", pa.array([trial] * 20, pa.int16())),
+            ("trial_of", ["base"] * 20),
+        ):
+            i = table.schema.get_field_index(name)
+            table = table.set_column(
+                i, table.schema.field(i), pa.array(value, table.schema.field(i).type)
+            )
+        write_shard("episodes", table, layout.episodes(cell), config_hash="synthetic")
+        plays.append(np.asarray(table["correct"].to_pylist(), dtype=float))
+    write_episodes(tmp_path, {("none", "oracle"): 1.0}, app="malt", levels=(1,), queries=20)
+    board = leaderboard(connect(tmp_path), scopes=("overall",), resamples=200)
+    assert list(board["agent"]) == ["oracle", "react"]
+    react = board.iloc[1]
+    assert (react["episodes"], react["n_distinct"]) == (60, 20)
+    per_query = np.mean(plays, axis=0)  # each query's mean over its three trials
+    assert react["correct_rate"] == pytest.approx(per_query.mean())
+    assert 0 < per_query.mean() < 1 and "no shared query" not in board.iloc[0]["vs_next"]

@@ -1,7 +1,8 @@
 """Generated labs live (generators/netlab/): one small lab per family built on Mininet, FRR
 started in its jails, converged; every intended adjacency and session up, every host pair
 working over ICMP, TCP and UDP, and the path and ECMP intents true in the kernels' FIBs.
-Also the daemons' own dry-run over every configuration shape of the tier catalogue.
+The environment's own reads over vty sessions print what vtysh prints. Also the daemons'
+own dry-run over every configuration shape of the tier catalogue.
 
 One module fixture builds the six labs one after another (one alive at a time) and
 records what the tests assert: about 25 s on two cores.
@@ -43,6 +44,7 @@ class Seen:
     failed: list[str]
     fib: dict[str, str]  # "<router> <prefix or address>" -> `ip route` output
     aliases: str  # `ip -o link` of the first router
+    answers: list[tuple[str, str, str]]  # (router, vty sessions, vtysh), digits masked
 
 
 def _observe(spec: NetSpec) -> Seen:
@@ -63,7 +65,21 @@ def _observe(spec: NetSpec) -> Seen:
             fib[key] = lab.emu._shell({router: command})[router][1]
         first = spec.routers[0].name
         aliases = lab.emu.run(first, ["ip", "-o", "link"], timeout_s=5, output_bytes=65536)
-        return Seen(spec, state, len(flows), failed, fib, aliases.output)
+        answers = []
+        for group in {id(g): g for g in lab.daemons.values()}.values():
+            lines = [line for d, line in READS if d in group.daemons]
+            vty = group.answer(dict.fromkeys(group.routers, lines))
+            vtysh = group.vtysh_all(group.routers, lines)
+            answers += [(r, _masked(vty[r]), _masked(vtysh[r])) for r in group.routers]
+        return Seen(spec, state, len(flows), failed, fib, aliases.output, answers)
+
+
+READS = (("ospfd", "show ip ospf neighbor json"), ("bgpd", "show bgp summary json"))
+
+
+def _masked(out: str) -> str:
+    """Counters and timers go on between two reads; the rest must be the same."""
+    return re.sub(r"\d+", "N", out)
 
 
 @pytest.fixture(scope="module")
@@ -107,6 +123,14 @@ def test_ecmp_and_path_intents_hold_in_the_fib(seen):
                 checked += 1
     specs = [got.spec for got in seen.values()]
     assert checked == sum(len(s.ecmp) + sum(len(p.links) for p in s.paths) for s in specs) >= 10
+
+
+def test_the_sessions_answer_the_environments_reads_as_vtysh_does(seen):
+    """RouterDaemons.answer (kept-open vty sessions) prints what vtysh prints."""
+    answers = [a for got in seen.values() for a in got.answers]
+    assert [a for a in answers if a[1] != a[2]] == []
+    assert sum('"neighbors"' in a[1] for a in answers) >= 12
+    assert sum('"peers"' in a[1] for a in answers) >= 6
 
 
 def test_interfaces_carry_their_descriptions(seen):

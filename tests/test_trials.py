@@ -12,10 +12,12 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
+from analysis.inspect_import import _as_trial
 from analysis.questions import ask
 from analysis.report import build_report
 from pipeline.build import queries_hash, run_hash
 from pipeline.config import compose, config_hash
+from pipeline.core import canonical_json
 from pipeline.datadir import ensure_layout
 from pipeline.errors import ConfigError
 from pipeline.llm.models import ModelPool
@@ -218,3 +220,28 @@ def test_trials_of_one_model_job_share_its_client_and_send_their_own_seed(tmp_pa
             backend.chat([{"role": "user", "content": "hi"}])
         assert len({id(b.client()) for b in backends}) == 1
     assert [body["seed"] for body in seen] == [0, trial_seed(0, 1), trial_seed(0, 2)]
+
+
+def test_an_inspect_epoch_imports_as_the_trial_a_grid_plays():
+    """Epoch 2 of an Inspect log becomes trial 1 of its cell: the variant, label and
+    differences a grid's `trial=1` of the same cell has, grouped under trial 0's variant."""
+    overrides = ["app=malt", "level=1", "queries=2", "agent=oracle", "app.max_turns=3"]
+    first, second = variant_of(compose(overrides)), variant_of(compose([*overrides, "trial=1"]))
+    row = {"variant": first.name, "trial": 0, "trial_of": first.name}
+    records = {
+        "episode": row,
+        "steps": [{"variant": first.name, "turn": 1}],
+        "calls": [],
+        "cell": {
+            "variant": first.name,
+            "variant_label": first.label,
+            "differences": canonical_json(first.differences),
+        },
+    }
+    assert _as_trial(records, 1, "test") is records
+    again = _as_trial(records, 2, "test")
+    assert again["episode"] == {"variant": second.name, "trial": 1, "trial_of": first.name}
+    assert again["steps"] == [{"variant": second.name, "turn": 1}]
+    assert again["cell"]["variant_label"] == second.label == "app.max_turns=3 trial=1"
+    assert json.loads(again["cell"]["differences"]) == second.differences
+    assert records["episode"]["variant"] == first.name != second.name  # the input is kept

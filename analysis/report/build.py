@@ -3,12 +3,14 @@
 <data>/report/index.html          the page (open it in any browser, no server needed)
 <data>/report/figures/<name>.png  every plot, also as a file
 <data>/report/tables/<name>.csv   the tables behind the page
+<data>/report/episodes/…          a page per episode and a list per cell (episodes.py)
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import logging
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -16,6 +18,7 @@ from tqdm import tqdm
 
 from analysis.report import figures
 from analysis.report.data import ReportData, collect
+from analysis.report.episodes import write_episode_pages
 from analysis.report.page import render
 from pipeline.cells import data_root
 from pipeline.files import write_whole
@@ -59,6 +62,7 @@ def _tables(data: ReportData) -> dict[str, object]:
         "pass_at_k": data.trials,
         "leaderboard": data.leaderboard,
         "cell_cost": data.cost,
+        "other_cells": data.other_cells,
     }
     for name, (frame, _) in data.kinds.items():
         tables[name] = frame
@@ -94,6 +98,17 @@ def build_report(
     for name, table in _tables(data).items():
         if table is not None and not table.empty:  # type: ignore[attr-defined]
             table.to_csv(out / "tables" / f"{name}.csv", index=False)  # type: ignore[attr-defined]
+    # Every cell's episodes, the grid's and the others it lists (data.other_cells).
+    started = time.perf_counter()
+    pages = write_episode_pages(con, None, out)
+    took = time.perf_counter() - started
+    log.info(
+        "episode pages: %d episodes of %d cells, %.1f MB in %.2f s",
+        pages.episodes,
+        pages.cells,
+        pages.bytes / 1e6,
+        took,
+    )
     meta = {
         "grid": grid or "all results",
         "data": str(data_root(data_dir)),

@@ -18,6 +18,7 @@ import pandas as pd
 from analysis import stats
 from analysis.leaderboard import leaderboard
 from analysis.questions import MissingData, ask_or_none, cell_filter
+from analysis.report.episodes import CELL_KEY
 from analysis.study import Study, query_count_study
 from pipeline.cells import Cell
 from pipeline.errors import DataError
@@ -56,6 +57,8 @@ class ReportData:
     leaderboard_missing: str | None = None  # why there is none (no cost column yet)
     cost: pd.DataFrame | None = None  # per cell: cost in USD (analysis/sql/cell_cost.sql)
     cost_missing: str | None = None
+    # a grid's report: the data directory's other cells (as `cells`), None without a grid
+    other_cells: pd.DataFrame | None = None
 
     @property
     def empty(self) -> bool:
@@ -81,6 +84,14 @@ def collect(
         operations=stats.by_operation(con, cells),
         outcomes=_outcomes(con, cells),
     )
+    if cells is not None:
+        every = _variant_agents(stats.cell_metrics(con, None))
+        if not every.empty:
+            mine = data.cells[list(CELL_KEY)].assign(_in=True) if not data.cells.empty else None
+            if mine is not None:
+                every = every.merge(mine, on=list(CELL_KEY), how="left")
+                every = every[every["_in"].isna()].drop(columns="_in")
+        data.other_cells = every.reset_index(drop=True)
     try:
         data.leaderboard = leaderboard(con, cells)
     except MissingData as err:  # results written before costs were recorded
@@ -133,7 +144,10 @@ def _variant_agents(frame: pd.DataFrame) -> pd.DataFrame:
     if frame.empty:
         return frame
     other = frame["variant"] != "base"
-    return frame.assign(agent=frame["agent"].where(~other, frame["agent"] + "@" + frame["variant"]))
+    return frame.assign(
+        agent_name=frame["agent"],  # as stored: the cell's key (its episode pages' folder)
+        agent=frame["agent"].where(~other, frame["agent"] + "@" + frame["variant"]),
+    )
 
 
 def _outcomes(con: duckdb.DuckDBPyConnection, cells: list[Cell] | None) -> pd.DataFrame:

@@ -246,27 +246,61 @@ def levels(cells: pd.DataFrame, path: Path) -> Path:
     return _save(fig, path)
 
 
+def _heatmap(ax: plt.Axes, grid: pd.DataFrame) -> matplotlib.image.AxesImage:
+    """One heatmap panel: columns labelled upright-rotated (90°, so long agent · model names
+    never run into each other or the panel below), one % per cell."""
+    image = ax.imshow(grid.to_numpy(), aspect="auto", vmin=0, vmax=1, cmap="RdYlGn")
+    ax.set_xticks(np.arange(grid.shape[1]), grid.columns, rotation=90, fontsize=8)
+    ax.set_yticks(np.arange(grid.shape[0]), grid.index, fontsize=8)
+    for (i, j), value in np.ndenumerate(grid.to_numpy()):
+        if not np.isnan(value):
+            ax.text(j, i, f"{100 * value:.0f}%", ha="center", va="center", fontsize=7)
+    return image
+
+
+def _heatmaps(grids: list[tuple[str, pd.DataFrame]]) -> plt.Figure:
+    """Stacked heatmaps, sized so every column keeps ~0.4 in (two lines of rotated label)
+    and every row ~0.3 in; constrained layout keeps each panel's labels clear of the next."""
+    columns = max(g.shape[1] for _, g in grids)
+    label = max(len(str(c)) for _, g in grids for c in g.columns)
+    height = sum(1.2 + 0.3 * g.shape[0] + 0.075 * label for _, g in grids)
+    fig, axes = plt.subplots(
+        len(grids),
+        1,
+        figsize=(max(9.0, 3.0 + 0.4 * columns), height),
+        squeeze=False,
+        layout="constrained",
+    )
+    for ax, (title, grid) in zip(axes[:, 0], grids, strict=True):
+        image = _heatmap(ax, grid)
+        ax.set_title(title)
+        fig.colorbar(image, ax=ax, fraction=0.03)
+    return fig
+
+
+def operations_figure(ops: pd.DataFrame) -> plt.Figure:
+    grids = []
+    for app in sorted(ops["app"].unique()):
+        part = ops[ops["app"] == app].assign(who=lambda f: labels(f))
+        grid = part.pivot_table(index="operation", columns="who", values="correct_rate")
+        grids.append((f"{app}: correct rate by operation", grid))
+    return _heatmaps(grids)
+
+
 def operations(ops: pd.DataFrame, path: Path) -> Path:
     """Per app: a heatmap of correctness by operation label (rows) and agent (columns)."""
     if ops.empty:
         return no_data(path, "Breakdown by operation", "no episodes in these cells")
-    apps = sorted(ops["app"].unique())
-    sizes = [ops.loc[ops["app"] == a, "operation"].nunique() for a in apps]
-    fig, axes = plt.subplots(
-        len(apps), 1, figsize=(9, sum(1.5 + 0.3 * s for s in sizes)), squeeze=False
-    )
-    for ax, app in zip(axes[:, 0], apps, strict=True):
-        part = ops[ops["app"] == app].assign(who=lambda f: labels(f))
+    return _save(operations_figure(ops), path)
+
+
+def capability_figure(table: pd.DataFrame) -> plt.Figure:
+    grids = []
+    for app in sorted(table["app"].unique()):
+        part = table[table["app"] == app].assign(who=lambda f: labels(f) + " · " + f["size"])
         grid = part.pivot_table(index="operation", columns="who", values="correct_rate")
-        image = ax.imshow(grid.to_numpy(), aspect="auto", vmin=0, vmax=1, cmap="RdYlGn")
-        ax.set_xticks(np.arange(grid.shape[1]), grid.columns, rotation=20, ha="right")
-        ax.set_yticks(np.arange(grid.shape[0]), grid.index, fontsize=8)
-        for (i, j), value in np.ndenumerate(grid.to_numpy()):
-            if not np.isnan(value):
-                ax.text(j, i, f"{100 * value:.0f}%", ha="center", va="center", fontsize=7)
-        ax.set_title(f"{app}: correct rate by operation")
-        fig.colorbar(image, ax=ax, fraction=0.03)
-    return _save(fig, path)
+        grids.append((f"{app}: capability boundary (correct by operation x size)", grid))
+    return _heatmaps(grids)
 
 
 def capability(table: pd.DataFrame | None, reason: str | None, path: Path) -> Path:
@@ -274,23 +308,7 @@ def capability(table: pd.DataFrame | None, reason: str | None, path: Path) -> Pa
     class (columns); cells with no query are blank."""
     if table is None or table.empty:
         return no_data(path, "Capability boundary", reason or "no episodes in these cells")
-    apps = sorted(table["app"].unique())
-    rows = [table.loc[table["app"] == a, "operation"].nunique() for a in apps]
-    fig, axes = plt.subplots(
-        len(apps), 1, figsize=(10, sum(1.6 + 0.3 * r for r in rows)), squeeze=False
-    )
-    for ax, app in zip(axes[:, 0], apps, strict=True):
-        part = table[table["app"] == app].assign(who=lambda f: labels(f) + " · " + f["size"])
-        grid = part.pivot_table(index="operation", columns="who", values="correct_rate")
-        image = ax.imshow(grid.to_numpy(), aspect="auto", vmin=0, vmax=1, cmap="RdYlGn")
-        ax.set_xticks(np.arange(grid.shape[1]), grid.columns, rotation=25, ha="right")
-        ax.set_yticks(np.arange(grid.shape[0]), grid.index, fontsize=8)
-        for (i, j), value in np.ndenumerate(grid.to_numpy()):
-            if not np.isnan(value):
-                ax.text(j, i, f"{100 * value:.0f}%", ha="center", va="center", fontsize=7)
-        ax.set_title(f"{app}: capability boundary (correct by operation x size)")
-        fig.colorbar(image, ax=ax, fraction=0.03)
-    return _save(fig, path)
+    return _save(capability_figure(table), path)
 
 
 def outcomes(mix: pd.DataFrame, path: Path) -> Path:

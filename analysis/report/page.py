@@ -15,13 +15,15 @@ import pandas as pd
 
 from analysis.leaderboard import Composite, display
 from analysis.report.data import ReportData
+from analysis.report.episodes import CELL_KEY, cell_link, who_link
 from analysis.report.figures import label
 
 STYLE = """
 body { font-family: DejaVu Sans, Arial, sans-serif; margin: 2em auto; max-width: 1200px;
        color: #222; padding: 0 1em; }
 h1 { font-size: 1.6em; } h2 { border-bottom: 1px solid #ccc; padding-bottom: .2em; }
-table.t { border-collapse: collapse; font-size: .82em; margin: .5em 0 1.2em; }
+table.t { border-collapse: collapse; font-size: .82em; margin: .5em 0 1.2em;
+          display: block; overflow-x: auto; max-width: 100%; }
 table.t th, table.t td { border: 1px solid #ddd; padding: .25em .5em; text-align: right; }
 table.t th { background: #f0f0f0; }
 img { max-width: 100%; border: 1px solid #eee; }
@@ -67,13 +69,26 @@ def _table(frame: pd.DataFrame) -> str:
     return frame.to_html(index=False, escape=True, classes="t", border=0)
 
 
+def _linked(frame: pd.DataFrame, column: str, hrefs: list[str]) -> str:
+    """`_table` with `column`'s text a link to the matching href (escaped here, as
+    pandas' own escaping is off for the anchor tags)."""
+    if frame.empty:
+        return _table(frame)
+    shown = frame.astype(str).map(html.escape)
+    shown[column] = [
+        f'<a href="{html.escape(h)}">{t}</a>' for t, h in zip(shown[column], hrefs, strict=True)
+    ]
+    return shown.to_html(index=False, escape=False, classes="t", border=0)
+
+
 def cells_table(cells: pd.DataFrame) -> pd.DataFrame:
     if cells.empty:
         return cells
     out = pd.DataFrame(
         {
             "app": cells["app"],
-            "agent": [label(m, a) for m, a in zip(cells["model"], cells["agent"], strict=True)],
+            "model": cells["model"],
+            "agent": cells["agent"],
             "task": cells["task"],
             "level": cells["level"],
             "queries": cells["queries"],
@@ -96,6 +111,31 @@ def cells_table(cells: pd.DataFrame) -> pd.DataFrame:
             "tokens/s": cells["tokens_per_s"].map(lambda v: _num(v, 1)),
         }
     )
+    return out
+
+
+def cell_links(cells: pd.DataFrame) -> list[str]:
+    """Each per-cell row's episode list (analysis/report/episodes.py)."""
+    if cells.empty:
+        return []
+    keys = cells.assign(agent=cells["agent_name"])[list(CELL_KEY)]
+    return [cell_link(k) for k in keys.itertuples(index=False)]
+
+
+def _other_cells(data: ReportData) -> list[str]:
+    """The data directory's cells outside the grid: direct runs, hosted models, MCP and
+    A2A agents, imported Inspect logs, other grids."""
+    if data.other_cells is None:
+        return []
+    out = [
+        '<h3 id="other-cells">Other cells in this data directory</h3>',
+        "<p>Cells outside this grid (direct runs, hosted models, MCP and A2A agents, "
+        "Inspect imports, other grids); the statistics above do not include them.</p>",
+    ]
+    if data.other_cells.empty:
+        out.append('<p class="note">(none: every cell of the data directory is in this grid)</p>')
+    else:
+        out.append(_linked(cells_table(data.other_cells), "n", cell_links(data.other_cells)))
     return out
 
 
@@ -205,10 +245,8 @@ def _leaderboard(data: ReportData) -> list[str]:
     for (scope, group), part in groups:
         title = "Overall" if scope == "overall" else f"{scope}: {group}"
         out.append(f'<h3 class="board" data-scope="{html.escape(scope)}">{html.escape(title)}</h3>')
-        shown = display(part).assign(
-            agent=[label(m, a) for m, a in zip(part["model"], part["agent"], strict=True)]
-        )
-        out.append(_table(shown.drop(columns="model")))
+        hrefs = [who_link(m, a) for m, a in zip(part["model"], part["agent"], strict=True)]
+        out.append(_linked(display(part), "agent", hrefs))
     out.append("<h3>Cost per cell</h3>")
     if data.cost is None:
         out.append(f'<p class="missing">No data yet: {html.escape(data.cost_missing or "")}.</p>')
@@ -269,7 +307,10 @@ def render(data: ReportData, files: Mapping[str, Path], meta: Mapping[str, str])
         "<h2>Per cell</h2>",
         "<p>Correctness and safety with 95 % intervals: normal (SEM, as NetArena reports) "
         "and Wilson (stays inside [0, 100] and is honest at 0 % and 100 %).</p>",
-        _table(cells_table(data.cells)),
+        "<p>Each cell's <i>n</i> links to its episodes: the query, every turn (reply, "
+        "command, status, observation, safety) and the verdict.</p>",
+        _linked(cells_table(data.cells), "n", cell_links(data.cells)),
+        *_other_cells(data),
         "<h2>Intervals per agent and app</h2>",
         _figure("intervals", "Correctness and safety per agent and app", files),
         "<h3>Pairwise interval overlap (correctness, Wilson)</h3>",

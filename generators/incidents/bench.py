@@ -5,7 +5,8 @@ task ($NETGAUGE_BENCH_INCIDENTS_LEVELS, default "6,7,8"; _TASKS, default all thr
 generate N queries ($NETGAUGE_BENCH_INCIDENTS_QUERIES, default 4; seed
 $NETGAUGE_BENCH_INCIDENTS_SEED, default 0; app.size $NETGAUGE_BENCH_INCIDENTS_SIZE,
 default the tier's), each validated live, then play the oracle and the null agent on each.
-Reported per level and task: generate+validate seconds per query (and its phases), draws
+Reported per level and task: generate+validate seconds per query (and its phases, and
+the CPU seconds it cost this process and its children), draws
 rejected by validation and why, oracle and null episode seconds, oracle correct-and-safe
 and null correct counts, prompt tokens (ceil(chars / 4)), distinct prompts, and every
 query the oracle failed or the null agent solved. Then (unless
@@ -25,6 +26,7 @@ import contextlib
 import json
 import math
 import os
+import resource
 import signal
 import statistics
 import subprocess
@@ -92,12 +94,23 @@ def _miss(query: Query, agent: str, verdict: Verdict) -> dict[str, Any]:
     }
 
 
+def cpu_s() -> float:
+    """CPU seconds of this process and its reaped children (vtysh, ip, ... and the labs'
+    daemons once stopped): what a query costs the machine, which wall time on a shared
+    machine hides."""
+    return sum(
+        u.ru_utime + u.ru_stime
+        for u in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    )
+
+
 def bench_level(level: int, task: str, count: int, seed: int, size: str | None) -> dict:
     app = IncidentsApp(IncidentsConfig(task=task, size=size))
     generator = app.generator()
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), cpu_s()
     queries = list(generator.generate(level, seed, count))
     generate_s = time.perf_counter() - started
+    generate_cpu_s = cpu_s() - cpu
     key = f"L{level}_{task}"
     sizes = [tokens(q.prompt) for q in queries]
     phases: Counter[str] = Counter()
@@ -109,6 +122,7 @@ def bench_level(level: int, task: str, count: int, seed: int, size: str | None) 
         f"{key}_prompt_tokens_mean": round(statistics.mean(sizes), 1),
         f"{key}_prompt_tokens_max": max(sizes),
         f"{key}_generate_s_per_query": round(generate_s / len(queries), 1),
+        f"{key}_generate_cpu_s_per_query": round(generate_cpu_s / len(queries), 1),
         f"{key}_validate_phases_s": {k: round(v / len(queries), 1) for k, v in phases.items()},
         f"{key}_rejected": dict(generator.rejected),
         f"{key}_oracle_turns_mean": round(

@@ -5,8 +5,9 @@ sandbox (`sandbox_for(read_only)`); the flows that must work and the devices to 
 `restore()` back to the healthy converged network; `apply(injection)`, a trusted change;
 `settle(window_s)` until the routing state is quiet (BGP sessions left idle by a change
 retried at once, as generators/routing/frr/lab.py explains); `shell(scripts)`, read-only
-scripts in the devices' namespaces in one round; `show(commands)`, trusted vtysh `show`
-lines on routers; `probe(flows)`. Today's implementation is `ColdLab`, over
+scripts in the devices' namespaces in one round; `show(commands)`, trusted `show`
+lines on routers, answered over the daemons' kept-open vty sessions (RouterDaemons.answer:
+no vtysh process per router per poll); `probe(flows)`. Today's implementation is `ColdLab`, over
 generators/incidents/lab.py's IncidentLab (a NetLab with the catalogue's internet edge
 and services): a restore stops the daemons, restores the kernel snapshot and starts them
 again. Issue 29's warm pool (restore by configuration diff, convergence read from
@@ -168,10 +169,7 @@ class ColdLab(IncidentLab):
     def show(self, commands: Mapping[str, Sequence[str]]) -> dict[str, str]:
         out: dict[str, str] = {}
         for group in self.groups:
-            mine = [r for r in group.routers if commands.get(r)]
-            for cmds in {tuple(commands[r]) for r in mine}:
-                same = [r for r in mine if tuple(commands[r]) == cmds]
-                out.update(group.vtysh_all(same, list(cmds)))
+            out.update(group.answer({r: commands[r] for r in group.routers if commands.get(r)}))
         return out
 
     def probe(self, flows: Sequence[Flow]) -> dict[Flow, bool]:
@@ -273,7 +271,7 @@ class ColdLab(IncidentLab):
 
         def retry(idle: tuple[tuple[str, str], ...]) -> None:
             for router, address in idle:
-                self.vtysh(router, [f"clear bgp {address}"])
+                self.daemons[router].answer({router: [f"clear bgp {address}"]})
 
         settling.settle(self.routing_state, window_s, name=self.spec.name, retry_idle=retry)
 

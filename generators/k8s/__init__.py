@@ -25,7 +25,9 @@ from pipeline.api import AppSpec, BenchSpec
 # kind x placement at 9.5 % of a run (variety.py); levels 1-5 draw what they drew in 5.
 # 7: which detect query of levels 6-8 is healthy (one of each pair of indices, in an order
 # the seed draws, as the incidents app decides it); levels 1-5 draw what they drew in 6.
-APP_VERSION = "7"
+# 8: level 8 adds k8s.policy_extra and 2-3 decoy policies a query
+# (strays.py); levels 1-7 draw what they drew in 7.
+APP_VERSION = "8"
 APP = AppSpec(
     kind="k8s",
     app=".app:K8sApp",

@@ -307,7 +307,7 @@ class K8sApp:
 
     def vocabulary(self, level: int) -> Vocabulary:
         """The fault kinds of levels 6-8 (kinds.py), the labels localize answers name."""
-        return vocabulary()
+        return vocabulary(level in TIERS and TIERS[level].strays)
 
     def tier_generator(self) -> TierGenerator:
         if self._tiers is None:

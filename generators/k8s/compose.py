@@ -4,7 +4,9 @@ the pure evaluator (overlay.py).
 A draw picks an estate, the tier's benign anomalies (benign.py) and faults (catalogue*.py):
 a kind uniformly among those the estate offers, then a placement of it uniformly (the role
 of the workload or the tier of the namespace), then one of its faults there uniformly, each
-fault on objects no other fault or anomaly touches. A masking pair (levels 7, 8) is a
+fault on objects no other fault or anomaly touches; at level 8 first 2-3 decoy policies
+(strays.py), which change no probe and stand in every state (`Draw.standing`: the intent
+with them). A masking pair (levels 7, 8) is a
 fault A and a fault B whose mismatches alone lie within A's. `validate` then proves, with
 the anomalies as the intent:
 
@@ -26,89 +28,20 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from generators.k8s import benign as benign_module
 from generators.k8s.benign import Benign
 from generators.k8s.catalogue import Fault
-from generators.k8s.catalogue_objects import singles
 from generators.k8s.clusters import ClusterSpec, estate_cluster
 from generators.k8s.estate import ESTATES_PER_SIZE
+from generators.k8s.estates import Estates
 from generators.k8s.fixes import Command, fixes, replay
 from generators.k8s.overlay import Key, StateEvaluator
-from generators.k8s.tiers import Tier
+from generators.k8s.tiers import DECOYS, Tier
 from generators.k8s.variety import Room, by_placement, place, places
+
+__all__ = ["Draw", "Estates", "draw", "oracle_commands", "validate"]
 
 MASKER_TRIES = 12
 OPEN = Room()  # no variety key full or near it
-
-
-class Estates:
-    """What drawing on each estate needs, computed once per estate: its evaluator, its
-    faults by kind, what each fault alone mismatches, its benign anomalies."""
-
-    def __init__(self) -> None:
-        self._ev: dict[str, StateEvaluator] = {}
-        self._singles: dict[str, list[Fault]] = {}
-        self._kinds: dict[str, dict[str, list[Fault]]] = {}
-        self._benign: dict[str, list[Benign]] = {}
-        self._wrong: dict[tuple[str, str], frozenset[str]] = {}
-        self._by_probe: dict[str, dict[str, list[Fault]]] = {}
-        self._closing: dict[str, frozenset[str]] = {}
-
-    def evaluator(self, spec: ClusterSpec) -> StateEvaluator:
-        if spec.env_key not in self._ev:
-            self._ev[spec.env_key] = StateEvaluator(spec)
-        return self._ev[spec.env_key]
-
-    def faults(self, spec: ClusterSpec) -> list[Fault]:
-        if spec.env_key not in self._singles:
-            self._singles[spec.env_key] = singles(spec)
-        return self._singles[spec.env_key]
-
-    def by_kind(self, spec: ClusterSpec) -> dict[str, list[Fault]]:
-        if spec.env_key not in self._kinds:
-            found: dict[str, list[Fault]] = {}
-            for fault in self.faults(spec):
-                found.setdefault(fault.kind, []).append(fault)
-            self._kinds[spec.env_key] = found
-        return self._kinds[spec.env_key]
-
-    def benign(self, spec: ClusterSpec) -> list[Benign]:
-        if spec.env_key not in self._benign:
-            ev = self.evaluator(spec)
-            self._benign[spec.env_key] = benign_module.observable(ev, benign_module.anomalies(spec))
-        return self._benign[spec.env_key]
-
-    def wrong(self, spec: ClusterSpec, fault: Fault) -> frozenset[str]:
-        """What `fault` alone mismatches on the intended estate (no anomalies)."""
-        key = (spec.env_key, fault.id)
-        if key not in self._wrong:
-            self._wrong[key] = frozenset(self.evaluator(spec).mismatches({}, fault.overlay))
-        return self._wrong[key]
-
-    def by_probe(self, spec: ClusterSpec) -> dict[str, list[Fault]]:
-        """Probe key -> the faults that alone make it mismatch (evaluates every fault of
-        the estate once: about 1 ms each, 1-3 s an estate)."""
-        if spec.env_key not in self._by_probe:
-            index: dict[str, list[Fault]] = {}
-            for fault in self.faults(spec):
-                for probe in self.wrong(spec, fault):
-                    index.setdefault(probe, []).append(fault)
-            self._by_probe[spec.env_key] = index
-        return self._by_probe[spec.env_key]
-
-    def closing(self, spec: ClusterSpec) -> frozenset[str]:
-        """The variety keys of the faults that only open what must stay closed."""
-        if spec.env_key not in self._closing:
-            self._closing[spec.env_key] = frozenset(
-                place(spec.size, f) for f in self.faults(spec) if self.closed_only(spec, f)
-            )
-        return self._closing[spec.env_key]
-
-    def closed_only(self, spec: ClusterSpec, fault: Fault) -> bool:
-        """Whether `fault` alone only opens what must stay closed."""
-        wrong = self.wrong(spec, fault)
-        expected = self.evaluator(spec).expected
-        return bool(wrong) and not any(expected[k] for k in wrong)
 
 
 @dataclass(frozen=True)
@@ -117,14 +50,20 @@ class Draw:
     benign: tuple[Benign, ...]
     faults: tuple[Fault, ...]
     masking: tuple[int, int] | None = None  # (masker, masked) indices into faults
+    decoys: tuple[Benign, ...] = ()  # policies that change nothing (strays.py)
 
     @property
     def intent(self) -> dict[Key, Any]:
         return {k: o for b in self.benign for k, o in b.changes}
 
     @property
+    def standing(self) -> dict[Key, Any]:
+        """The intent with the decoys: what the objects are once every fault is repaired."""
+        return {**self.intent, **{k: o for d in self.decoys for k, o in d.changes}}
+
+    @property
     def state(self) -> dict[Key, Any]:
-        return {**self.intent, **{k: o for f in self.faults for k, o in f.changes}}
+        return {**self.standing, **{k: o for f in self.faults for k, o in f.changes}}
 
     @property
     def stratum(self) -> str:
@@ -171,19 +110,25 @@ def draw(
         chosen.append(pick)
         options = [b for b in options if not (b.keys & pick.keys)]
     used = {k for b in chosen for k in b.keys}
+    decoys = _decoys(spec, estates, rng, used) if tier.strays else ()
+    used |= {k for d in decoys for k in d.keys}
     if task == "detect":
         if healthy:
-            return Draw(spec, tuple(chosen), ())
+            return Draw(spec, tuple(chosen), (), None, decoys)
         n = rng.choice(tier.detect_faults)
         first = _pick(spec, estates, rng, used, closed=rng.random() < 0.5, room=room)
         if isinstance(first, str):
             return first
         rest = _others(spec, estates, rng, used | first.keys, n - 1, [first], 1, room)
-        return rest if isinstance(rest, str) else Draw(spec, tuple(chosen), (first, *rest))
+        if isinstance(rest, str):
+            return rest
+        return Draw(spec, tuple(chosen), (first, *rest), None, decoys)
     n = rng.choice(tier.faults)
     if not tier.masking:
         picked = _others(spec, estates, rng, used, n, [], tier.min_namespaces, room)
-        return picked if isinstance(picked, str) else Draw(spec, tuple(chosen), tuple(picked))
+        if isinstance(picked, str):
+            return picked
+        return Draw(spec, tuple(chosen), tuple(picked), None, decoys)
     pair = _masking_pair(spec, estates, rng, used, room)
     if isinstance(pair, str):
         return pair
@@ -205,7 +150,25 @@ def draw(
     faults = (*start, *rest)
     if len({f.device for f in faults}) < tier.min_namespaces:
         return f"the faults span fewer than {tier.min_namespaces} namespaces"
-    return Draw(spec, tuple(chosen), faults, (0, 1))
+    return Draw(spec, tuple(chosen), faults, (0, 1), decoys)
+
+
+def _decoys(
+    spec: ClusterSpec, estates: Estates, rng: random.Random, used: set[Key]
+) -> tuple[Benign, ...]:
+    """2-3 decoys (tiers.DECOYS) on objects nothing else touches: a kind uniformly, then
+    one of it."""
+    out: list[Benign] = []
+    options = [d for d in estates.decoys(spec) if not d.keys & used]
+    for _ in range(rng.choice(DECOYS)):
+        kinds = sorted({d.kind for d in options})
+        if not kinds:
+            break
+        kind = rng.choice(kinds)
+        pick = rng.choice([d for d in options if d.kind == kind])
+        out.append(pick)
+        options = [d for d in options if not (d.keys & pick.keys)]
+    return tuple(out)
 
 
 def _free(fault: Fault, used: set[Key]) -> bool:
@@ -292,7 +255,7 @@ def _masking_pair(
 
 # -- validation ------------------------------------------------------------------------------
 def _without(drawn: Draw, repaired: Sequence[int]) -> dict[Key, Any]:
-    state = dict(drawn.intent)
+    state = dict(drawn.standing)
     for i, fault in enumerate(drawn.faults):
         if i not in repaired:
             state.update(fault.changes)
@@ -370,8 +333,9 @@ def _replayed(
         before = now
     if before:
         return f"after the oracle {len(before)} probes still mismatch"
-    left = _overlay(state, {**ev.base, **intent})
-    wrong = [k for k, o in left.items() if not _same(o, {**ev.base, **intent}.get(k))]
+    standing = {**ev.base, **drawn.standing}
+    left = _overlay(state, standing)
+    wrong = [k for k, o in left.items() if not _same(o, standing.get(k))]
     if wrong:
         return f"after the oracle {wrong[0]} is not as intended"
     return counts

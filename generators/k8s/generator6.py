@@ -24,6 +24,9 @@ The ground truth holds what the environment rebuilds the query's cluster from (`
 probes whose intended result the anomalies change from the estate's; `probes`, how many;
 `benign_objects`: what no step may touch), the `mismatches` the faults make, the oracle's
 `oracle` commands and `evidence` commands, and the answer's truth (`healthy`, `causes`).
+At level 8 it also lists the query's `decoys` (strays.py): policies in `objects` that
+change no probe, neither causes nor protected (the prompt says so); its query key holds
+their ids, so levels 6 and 7 keep the keys they had.
 """
 
 from __future__ import annotations
@@ -36,7 +39,8 @@ from generators.k8s import estate as E
 from generators.k8s import intent
 from generators.k8s.catalogue import Fault
 from generators.k8s.clusters import cluster_of
-from generators.k8s.compose import Draw, Estates, draw, validate
+from generators.k8s.compose import Draw, draw, validate
+from generators.k8s.estates import Estates
 from generators.k8s.kinds import vocabulary
 from generators.k8s.tiers import TIERS, Tier
 from generators.k8s.variety import Tally, places
@@ -146,7 +150,7 @@ class TierGenerator:
         healthy = self.task == "detect" and healthy_query(seed, level, index)
 
         def drawn() -> tuple[str, Draw] | str:
-            got = draw(tier, self.task, rng, self.estates, sizes, self.estate, healthy, room)
+            got = draw(tier, self.task, rng, self.of(tier), sizes, self.estate, healthy, room)
             if isinstance(got, str):
                 return got
             if strata[got.stratum] >= cap:
@@ -159,31 +163,35 @@ class TierGenerator:
         taken = tracker.take(index, drawn, build, max_draws=MAX_DRAWS)
         return stamp(taken.value, taken)
 
+    def of(self, tier: Tier) -> Estates:
+        """The estates `tier` draws on (with strays at level 8)."""
+        return self.estates.with_strays() if tier.strays else self.estates
+
     def draw_of(self, query: Query) -> Draw:
         """The draw a query of this generator was made of (its ground truth's ids)."""
         gt = query.ground_truth
         spec = cluster_of(gt)
-        faults = {f.id: f for f in self.estates.faults(spec)}
-        benign = {b.id: b for b in self.estates.benign(spec)}
+        estates = self.of(self.tier(query.level))
+        faults = {f.id: f for f in estates.faults(spec)}
+        benign = {b.id: b for b in estates.benign(spec)}
+        decoys = {d.id: d for d in estates.decoys(spec)}
         masking = tuple(gt["masking"]) if gt["masking"] else None
         return Draw(
             spec,
             tuple(benign[b["id"]] for b in gt["benign"]),
             tuple(faults[f["id"]] for f in gt["faults"]),
             masking,  # type: ignore[arg-type]
+            tuple(decoys[d["id"]] for d in gt.get("decoys", ())),
         )
 
     def key(self, got: Draw) -> str:
-        return query_key(
-            "tier",
-            self.task,
-            got.spec.env_key,
-            sorted(b.id for b in got.benign),
-            sorted(f.id for f in got.faults),
-        )
+        parts: list[Any] = [sorted(b.id for b in got.benign), sorted(f.id for f in got.faults)]
+        if got.decoys:  # levels without strays keep their keys
+            parts.append(sorted(d.id for d in got.decoys))
+        return query_key("tier", self.task, got.spec.env_key, *parts)
 
     def _query(self, tier: Tier, seed: int, index: int, got: Draw) -> Query | str:
-        ev = self.estates.evaluator(got.spec)
+        ev = self.of(tier).evaluator(got.spec)
         checked = validate(got, ev, tier.turns // 2)
         if isinstance(checked, str):
             return checked
@@ -202,9 +210,10 @@ class TierGenerator:
         es = got.spec.estate
         prompt = (
             intent.describe(es)
+            + (intent.STRAYS if tier.strays else "")
             + intent.exceptions([b.note for b in got.benign])
             + "\n\n"
-            + intent.task(self.task, tier, report, vocabulary(), self.output_bytes)
+            + intent.task(self.task, tier, report, vocabulary(tier.strays), self.output_bytes)
         )
         gt: dict[str, Any] = {
             "cluster": got.spec.ref,
@@ -213,6 +222,7 @@ class TierGenerator:
             "benign_objects": [[list(k), o] for k, o in sorted(got.intent.items())],
             "faults": [f.describe() for f in got.faults],
             "masking": list(got.masking) if got.masking else None,
+            **({"decoys": [d.describe() for d in got.decoys]} if tier.strays else {}),
             "objects": [[list(k), o] for k, o in sorted(got.state.items())],
             "flips": {k: v for k, v in sorted(expected.items()) if v != ev.expected[k]},
             "probes": len(ev.pairs),

@@ -124,6 +124,15 @@ def describe(es: E.Estate) -> str:
     return "\n".join(lines)
 
 
+STRAYS = (
+    "\n- Other policies: other teams add NetworkPolicies of their own beside these, named "
+    "otherwise. Policies add up, so such a policy can only admit more: where everything it "
+    "admits is listed above it is harmless (it may stay, and it is no cause); where it "
+    "admits a connection not listed, it is a fault (k8s.policy_extra). What it admits "
+    "depends on the pods it selects, their named container ports and the namespaces' labels."
+)
+
+
 def exceptions(notes: Sequence[str]) -> str:
     if not notes:
         return ""

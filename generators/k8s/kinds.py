@@ -24,6 +24,7 @@ class Kind:
     meaning: str
     component: str
     closed_only: bool = False  # opens what must stay closed, breaks nothing that must work
+    strays: bool = False  # offered only by a tier with strays (level 8: strays.py)
 
     @property
     def family(self) -> str:
@@ -94,14 +95,20 @@ KINDS: tuple[Kind, ...] = (
     Kind("k8s.svc_selector_mismatch",
          "a Service's selector matches none of the pods meant to back it",
          "service/<namespace>/<name>"),
+    Kind("k8s.policy_extra",
+         "a NetworkPolicy the intent does not have admits a connection the intent does not "
+         "list (policies add up: what it admits depends on the pods it selects, their "
+         "named ports and the namespaces' labels; one that admits only what is listed is "
+         "harmless and no cause)", POLICY, closed_only=True, strays=True),
 )  # fmt: skip
 BY_ID = {k.id: k for k in KINDS}
 CLOSED_ONLY = tuple(k.id for k in KINDS if k.closed_only)
 
 
-def vocabulary() -> Vocabulary:
-    """Every kind of levels 6-8, in the order prompts list them."""
+def vocabulary(strays: bool = False) -> Vocabulary:
+    """Every kind of a tier (`strays`: with k8s.policy_extra), in the order prompts list
+    them."""
     return Vocabulary(
-        tuple(k.label() for k in KINDS),
+        tuple(k.label() for k in KINDS if strays or not k.strays),
         device="the namespace its component stands in (for a namespace: its own name)",
     )

@@ -4,7 +4,8 @@
     6     medium, large  1-2 of any kind                    0       mismatches   20     256 KiB
     7     medium, large  3: one masks another               1       counts       30     384 KiB
     8     xlarge         4 in >= 3 namespaces: a masking    1-2     one count    30     320 KiB
-                         pair, one that only opens
+                         pair, one that only opens; 2-3 decoy policies (strays.py) and
+                         k8s.policy_extra among the kinds
 
 Detect draws half of its queries healthy (benign anomalies only) and half with 1 (level
 6) or 1-2 faults (levels 7, 8), half of those from kinds that only open what must stay
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 
 LEVELS = (6, 7, 8)
 DETECT_BENIGN = (1, 2, 3)
+DECOYS = (2, 3)  # decoy policies of a query of a tier with strays, every task
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,7 @@ class Tier:
     turns: int
     read_kib: int
     detect_faults: tuple[int, ...]  # fault counts of a detect query that is not healthy
+    strays: bool = False  # k8s.policy_extra offered, 2-3 decoy policies in every query
 
     @property
     def read_budget(self) -> int:
@@ -48,5 +51,5 @@ class Tier:
 TIERS = {
     6: Tier(6, ("medium", "large"), (1, 2), False, 1, (0,), "list", 20, 256, (1,)),
     7: Tier(7, ("medium", "large"), (3,), True, 1, (1,), "counts", 30, 384, (1, 2)),
-    8: Tier(8, ("xlarge",), (4,), True, 3, (1, 2), "count", 30, 320, (1, 2)),
+    8: Tier(8, ("xlarge",), (4,), True, 3, (1, 2), "count", 30, 320, (1, 2), True),
 }

@@ -31,6 +31,7 @@ from typing import Any
 
 from generators.malt import coupledsolve as cs
 from generators.malt.coupledread import Switch
+from generators.malt.coupledtransport import TransportTask, transport_judge, transport_solve
 
 Value = tuple[int, ...]
 Plan = dict[str, Any]
@@ -377,11 +378,13 @@ SOLVE: dict[type, Callable[..., tuple[Value, Plan] | None]] = {
     PackTask: pack_solve,
     CoverTask: cover_solve,
     FillTask: fill_solve,
+    TransportTask: transport_solve,
 }
 JUDGE: dict[type, Callable[[Any, Plan], tuple[list[str], Value]]] = {
     PackTask: pack_judge,
     CoverTask: cover_judge,
     FillTask: fill_judge,
+    TransportTask: transport_judge,
 }
 
 

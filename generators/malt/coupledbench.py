@@ -8,7 +8,7 @@ malt_google and malt with `app.size=small`. Per app and level, on seed 0:
   why a seed ran out of queries of the level before `count` (a small topology);
 - `kept_share`: queries kept / draws validated (the rest rejected by the checks of
   generator.py: mostly by the greedy filter); `rejected_by`: the reasons, counted;
-  `redraws_max`: the most validations one query needed (COUPLED_DRAWS bounds it);
+  `redraws_max`: the most validations one query needed (generator.py: CAP_DRAWS, COUPLED_DRAWS);
 - `oracle_s`, `oracle_correct_and_safe`, `oracle_exec_s_{median,max}`: the oracle's reply
   played in the real sandbox and scored, and its code's run time there; `null_correct`:
   the empty reply scored;

@@ -18,6 +18,7 @@ from generators.malt import schema as S
 from generators.malt.coupled import CoverTask, FillTask, PackTask, judge, optimum
 from generators.malt.coupledgreedy import defeated
 from generators.malt.coupledspec import DRAINS, drained, task_of
+from generators.malt.coupledtransport import TransportTask
 from generators.malt.planbase import (
     PS,
     Base,
@@ -32,6 +33,7 @@ OBJECTIVES = {
     PackTask: ("switches taking ports",),
     CoverTask: ("cost",),
     FillTask: ("new switches", "cost", "new ports"),
+    TransportTask: ("cost",),
 }
 PEAK = ("switches taking ports", "peak watts of a switch taking ports")
 
@@ -137,7 +139,9 @@ def _vectors(
     return plan, errs
 
 
-def _read_pack(base: Base, spec: Spec, task: PackTask, ch: Changes) -> tuple[dict, list[str]]:
+def _read_pack(
+    base: Base, spec: Spec, task: PackTask | TransportTask, ch: Changes
+) -> tuple[dict, list[str]]:
     errs: list[str] = []
     if spec["op"] in DRAINS:
         missing = sorted(scope(base, spec).removable - ch.removed)
@@ -181,4 +185,9 @@ def _read_fill(base: Base, spec: Spec, task: FillTask, ch: Changes) -> tuple[dic
     return plan, errs + wrong
 
 
-_READ = {PackTask: _read_pack, CoverTask: _read_cover, FillTask: _read_fill}
+_READ = {
+    PackTask: _read_pack,
+    CoverTask: _read_cover,
+    FillTask: _read_fill,
+    TransportTask: _read_pack,  # the same reading: ports each receiver got, by speed
+}

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -20,6 +21,7 @@ from generators.malt import schema as S
 from generators.malt.coupledgreedy import promising
 from generators.malt.coupledread import Reader, switch_of, table
 from generators.malt.coupledspec import DRAINS, block_total, stages_of, task_of, upgradable
+from generators.malt.coupledtransport import SEARCH_FLOOR, dp_work
 from generators.malt.index import Redraw, TopoIndex
 
 G = 1_000_000_000
@@ -29,6 +31,8 @@ WATTS = {1: (1, 2), 10: (2, 4), 25: (3, 5), 40: (4, 7), 100: (6, 11), 200: (9, 1
 COSTS = {10: (1, 3), 25: (2, 5), 40: (3, 7), 100: (5, 13), 200: (9, 21), 400: (14, 34)}
 MIX_TRIES = 50
 LIMIT_TRIES = 12
+WIDE_STAGE = 7  # switches of one stage a drain_min_cost needs: 3-6 drained, at least 4 take
+COST = (1, 15)  # the range of a moved port's cost, per receiving switch and speed
 _SWITCH_NAME = re.compile(r"\.s(\d+)c(\d+)$")
 
 
@@ -64,6 +68,7 @@ class CoupledDrawer:
         # Drains move the ports a switch has: with one port speed in the whole topology
         # (Google's example) every drained port is alike and a greedy packing is optimal.
         self.mixed = len(speeds) > 1
+        self.full: frozenset[str] = frozenset()
         self.draws: dict[str, Callable[[random.Random], dict[str, Any]]] = {
             "drain_power_binpack": self.drain_power_binpack,
             "upgrade_knapsack": self.upgrade_knapsack,
@@ -71,10 +76,26 @@ class CoupledDrawer:
             "shared_budget_two_blocks": self.shared_budget_two_blocks,
             "drain_blast_radius": self.drain_blast_radius,
             "expand_lexicographic": self.expand_lexicographic,
+            "drain_min_cost": self.drain_min_cost,
         }
+        # drain_min_cost needs a stage with room for a large search (coupledtransport.py).
+        self.wide = any(
+            len(self.group(b, s)) >= WIDE_STAGE
+            for b in self.blocks
+            for s in stages_of(self.read, b)
+        )
+
+    def open_blocks(self) -> tuple[str, ...]:
+        """The blocks a one-block task may sit in: all but `full` (the generator sets it to
+        the blocks whose variety stratum of the template is full; empty, every block)."""
+        if not self.full:
+            return self.blocks
+        return tuple(b for b in self.blocks if b not in self.full)
 
     def available(self, name: str) -> bool:
         """Whether this topology offers the template `name` (any of levels 1-8)."""
+        if name == "drain_min_cost":
+            return self.mixed and self.wide
         return self.mixed or name not in DRAINS
 
     # -- reading the base ------------------------------------------------------------------
@@ -113,7 +134,7 @@ class CoupledDrawer:
     # -- level 6 ---------------------------------------------------------------------------
 
     def drain_power_binpack(self, rng: random.Random) -> dict[str, Any]:
-        block = _pick(rng, self.blocks)
+        block = _pick(rng, self.open_blocks())
         switch = _pick(rng, self.read.switches(block))
         takers = self.group(block, self.read.stage(switch), [switch])
         if len(takers) < 2:
@@ -157,7 +178,7 @@ class CoupledDrawer:
         return G * rng.randint(max(1, room // (10 * G)), max(1, 2 * room // (3 * G)))
 
     def upgrade_knapsack(self, rng: random.Random) -> dict[str, Any]:
-        block = _pick(rng, self.blocks)
+        block = _pick(rng, self.open_blocks())
         stage = _pick(rng, stages_of(self.read, block))
         optics = self.catalogue(rng, min(self.speeds(self.group(block, stage))), rng.randint(2, 3))
         per_switch = rng.randint(1, 3)
@@ -175,7 +196,7 @@ class CoupledDrawer:
     # -- level 7 ---------------------------------------------------------------------------
 
     def place_two_stage(self, rng: random.Random) -> dict[str, Any]:
-        block = _pick(rng, self.blocks)
+        block = _pick(rng, self.open_blocks())
         stages = stages_of(self.read, block)
         groups = [self.group(block, s) for s in stages]
         if len(stages) != 2 or min(map(len, groups)) < 2:
@@ -231,7 +252,7 @@ class CoupledDrawer:
     # -- level 8 ---------------------------------------------------------------------------
 
     def drain_blast_radius(self, rng: random.Random) -> dict[str, Any]:
-        block = _pick(rng, self.blocks)
+        block = _pick(rng, self.open_blocks())
         pair = sorted(rng.sample(self.read.switches(block), 2))
         takers = [t for t in self.read.switches(block) if t not in pair]
         for switch in pair:
@@ -255,7 +276,7 @@ class CoupledDrawer:
         }
 
     def expand_lexicographic(self, rng: random.Random) -> dict[str, Any]:
-        block = _pick(rng, self.blocks)
+        block = _pick(rng, self.open_blocks())
         stage = _pick(rng, stages_of(self.read, block))
         group = self.group(block, stage)
         optics = self.catalogue(rng, 10 * G, rng.randint(2, 3))
@@ -281,6 +302,35 @@ class CoupledDrawer:
             "max_watts": top,
             "names": self.new_names(block, stage, 3),
         }
+
+    def drain_min_cost(self, rng: random.Random) -> dict[str, Any]:
+        block = _pick(rng, self.open_blocks())
+        stage = _pick(rng, stages_of(self.read, block))
+        group = self.group(block, stage)
+        if len(group) < WIDE_STAGE:
+            raise Redraw("a stage too small for a drain at least cost")
+        gone = sorted(rng.sample(group, rng.randint(3, min(6, len(group) - 4))))
+        takers = [t for t in group if t not in gone]
+        moved = Counter(self.read.speed(p) for s in gone for p in self.read.ports(s))
+        if len(moved) < 2:
+            raise Redraw("the drained ports are all of one speed")
+        ports = sorted(len(self.read.ports(t)) for t in takers)
+        total = sum(moved.values())
+        most = ports[len(ports) // 2] + _ceil(total, len(takers)) + rng.randint(-1, 2)
+        per_speed = _ceil(max(moved.values()), len(takers)) + rng.randint(0, 3)
+        costs = [[t, [[s, rng.randint(*COST)] for s in sorted(moved)]] for t in takers]
+        spec = {
+            "op": "drain_min_cost",
+            "block": block,
+            "stage": stage,
+            "switches": gone,
+            "max_ports": most,
+            "per_speed": per_speed,
+            "costs": costs,
+        }
+        if dp_work(task_of(spec, self.ix)) < SEARCH_FLOOR:
+            raise Redraw("a per-switch search over the counts left would fit the sandbox")
+        return spec
 
 
 def _balanced(speeds: Sequence[int], counts: Sequence[int]) -> bool:

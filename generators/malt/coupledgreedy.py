@@ -25,6 +25,7 @@ from generators.malt.coupled import (
     judge,
     optimum,
 )
+from generators.malt.coupledtransport import TRANSPORT_RULES, TransportTask
 
 Rule = Callable[[Any], Plan | None]
 
@@ -289,6 +290,7 @@ RULES: dict[type, dict[str, Rule]] = {
     PackTask: {name: _pack_rule(name) for name in PACKERS},
     CoverTask: COVER_RULES,
     FillTask: FILL_RULES,
+    TransportTask: TRANSPORT_RULES,
 }
 
 

@@ -157,6 +157,21 @@ def expand_coupled(graph, block, st, target, optics, watts, max_ports, max_watts
     for name in names[:extra]:
         add_switch(graph, block, name, st)
     place_vectors(graph, existing + list(names[:extra]), speeds, vectors)
+
+
+def drain_min_cost(graph, block, drained, max_ports, per_speed, costs):
+    """The drained ports onto the stage's other switches at the least total cost: a
+    min-cost flow, speed -> receiving switch (coupledsolve.transport)."""
+    st = stage(graph, drained[0])
+    takers = stage_switches(graph, block, st, drained)
+    moving = [v for s in drained for v in speeds_of(graph, s)]
+    types = sorted(set(moving))
+    bins = [(max(0, max_ports - len(speeds_of(graph, t))), [per_speed] * len(types),
+             [costs[t][s] for s in types]) for t in takers]
+    _, vectors = transport([moving.count(s) for s in types], bins)
+    place_vectors(graph, takers, types, vectors)
+    for s in drained:
+        remove_with_contents(graph, s)
 '''
 
 COUPLED_PRELUDE = PLAN_PRELUDE + "\n\n" + inspect.getsource(coupledsolve) + COUPLED_HELPERS
@@ -174,6 +189,12 @@ def _call(spec: dict[str, Any]) -> str:
         return (
             f"drain_coupled(graph, {spec['block']!r}, {switches!r}, {spec['max_ports']!r}, "
             f"{spec['max_watts']!r}, {_table(spec['watts'])}{extra})"
+        )
+    if op == "drain_min_cost":
+        costs = "{" + ", ".join(f"{n!r}: {_table(pairs)}" for n, pairs in spec["costs"]) + "}"
+        return (
+            f"drain_min_cost(graph, {spec['block']!r}, {list(spec['switches'])!r}, "
+            f"{spec['max_ports']!r}, {spec['per_speed']!r}, {costs})"
         )
     if op == "place_two_stage":
         return (

@@ -16,6 +16,7 @@ from generators.malt import schema as S
 from generators.malt.coupled import CoverTask, FillTask, PackTask, Plan, solve
 from generators.malt.coupledgreedy import defeated
 from generators.malt.coupledspec import DRAINS, KINDS, drained, task_of
+from generators.malt.coupledtransport import TransportTask
 from generators.malt.index import Redraw, View
 from generators.malt.planbase import port_number
 
@@ -78,7 +79,7 @@ def _add_vectors(view: View, plan: Plan, types: tuple[int, ...]) -> None:
                 adder.add(switch, speed)
 
 
-def _apply_pack(spec: Spec, task: PackTask, plan: Plan, view: View) -> None:
+def _apply_pack(spec: Spec, task: PackTask | TransportTask, plan: Plan, view: View) -> None:
     _add_vectors(view, plan, task.types)
     if spec["op"] in DRAINS:
         for switch in drained(spec):
@@ -97,4 +98,9 @@ def _apply_fill(spec: Spec, task: FillTask, plan: Plan, view: View) -> None:
     _add_vectors(view, plan, tuple(s for s, _, _ in task.optics))
 
 
-_APPLY = {PackTask: _apply_pack, CoverTask: _apply_cover, FillTask: _apply_fill}
+_APPLY = {
+    PackTask: _apply_pack,
+    CoverTask: _apply_cover,
+    FillTask: _apply_fill,
+    TransportTask: _apply_pack,  # the ports each receiver takes, then the drained removed
+}

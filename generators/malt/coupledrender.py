@@ -136,6 +136,25 @@ def _expand_lexicographic(spec: Spec, ref: Ref) -> str:
     )
 
 
+def _drain_min_cost(spec: Spec, ref: Ref) -> str:
+    gone = spec["switches"]
+    names = ", ".join(ref(s) for s in gone[:-1]) + f" and {ref(gone[-1])}"
+    rows = "; ".join(
+        f"`{name}`: " + ", ".join(f"{s} bps {c}" for s, c in pairs) for name, pairs in spec["costs"]
+    )
+    return (
+        f"Drain {names} of {ref(spec['block'])} for maintenance (all of stage {spec['stage']}): "
+        f"move each of their ports to a packet switch of the same block and stage that is not "
+        f"itself being drained, then remove the drained switches. {MOVED} Every switch that "
+        f"receives moved ports must end with at most {spec['max_ports']} ports (old and new) "
+        f"and receive at most {spec['per_speed']} moved ports of any one speed (a switch that "
+        "receives nothing is left as it is). A moved port costs, by the switch that receives "
+        f"it and the port's physical_capacity_bps (optics and cabling there): {rows}. The cost "
+        "of a plan is the sum of the costs of all its moved ports; use the lowest total cost "
+        f"possible. {NEW_PORTS}"
+    )
+
+
 _BODIES: dict[str, Callable[[Spec, Ref], str]] = {
     "drain_power_binpack": _drain_power_binpack,
     "upgrade_knapsack": _upgrade_knapsack,
@@ -143,4 +162,5 @@ _BODIES: dict[str, Callable[[Spec, Ref], str]] = {
     "shared_budget_two_blocks": _shared_budget_two_blocks,
     "drain_blast_radius": _drain_blast_radius,
     "expand_lexicographic": _expand_lexicographic,
+    "drain_min_cost": _drain_min_cost,
 }

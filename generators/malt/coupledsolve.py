@@ -244,3 +244,72 @@ def fill(need, speeds, costs, loads, bins, spare, spares, order=1, budget=None):
             (cost, items), _, _ = layer[need]
             return extra, cost, items, _walk(layers, need)
     return None
+
+
+def transport(items, bins, order=1, budget=None):
+    """(cost, plan) moving every item onto bins at the least total cost, or None when
+    they do not fit: a min-cost flow (successive shortest paths, Bellman-Ford).
+
+    items[t]: how many of type t; bins: [(slots, caps, costs)] with at most `slots` items
+    in all, at most caps[t] of type t, each of type t costing costs[t]. plan: one vector
+    per bin. Costs are non-negative integers, so the flow found is optimal."""
+    n, m = len(items), len(bins)
+    source, sink = n + m, n + m + 1
+    arcs = []  # [head, residual capacity, cost, index of the reverse arc]
+    out = [[] for _ in range(n + m + 2)]
+
+    def arc(a, b, cap, cost):
+        out[a].append(len(arcs))
+        arcs.append([b, cap, cost, len(arcs) + 1])
+        out[b].append(len(arcs))
+        arcs.append([a, 0, -cost, len(arcs) - 1])
+
+    for t in range(n):
+        arc(source, t, items[t], 0)
+    cells = {}
+    for j in range(m)[::order]:
+        slots, caps, costs = bins[j]
+        for t in range(n):
+            if min(slots, caps[t]) > 0:
+                cells[(j, t)] = len(arcs)
+                arc(t, n + j, min(slots, caps[t]), costs[t])
+        arc(n + j, sink, max(0, slots), 0)
+    moved = total = 0
+    while moved < sum(items):
+        if budget is not None:
+            budget[0] -= len(arcs) * (n + m + 2)
+            if budget[0] < 0:
+                raise OverflowError("the exact search ran out of its budget")
+        dist = [None] * (n + m + 2)
+        via = [None] * (n + m + 2)
+        dist[source] = 0
+        for _ in range(n + m + 1):
+            changed = False
+            for a in range(n + m + 2):
+                if dist[a] is None:
+                    continue
+                for e in out[a]:
+                    b, cap, cost, _ = arcs[e]
+                    if cap > 0 and (dist[b] is None or dist[a] + cost < dist[b]):
+                        dist[b], via[b], changed = dist[a] + cost, e, True
+            if not changed:
+                break
+        if dist[sink] is None:
+            return None
+        push, b = sum(items) - moved, sink
+        while b != source:
+            e = via[b]
+            push = min(push, arcs[e][1])
+            b = arcs[arcs[e][3]][0]
+        b = sink
+        while b != source:
+            e = via[b]
+            arcs[e][1] -= push
+            arcs[arcs[e][3]][1] += push
+            b = arcs[arcs[e][3]][0]
+        moved += push
+        total += push * dist[sink]
+    plan = [[0] * n for _ in range(m)]
+    for (j, t), e in cells.items():
+        plan[j][t] = arcs[e + 1][1]  # the reverse arc's capacity: the flow on the cell
+    return total, [tuple(x) for x in plan]

@@ -15,6 +15,9 @@ graph as its model (coupled.py).
     expand_lexicographic     {"block": B, "stage": s, "target": T, "optics": [[bps, cost],
                               ...], "watts": [[bps, W], ...], "max_ports": M,
                               "max_watts": W, "names": [N1, N2, ...]}
+    drain_min_cost           {"block": B, "switches": [S1, S2, ...] (one stage),
+                              "max_ports": M, "per_speed": q,
+                              "costs": [[receiver, [[bps, cost], ...]], ...]}
 
 `watts` gives the power of one port by its speed for every speed the task involves (the
 ports the switches have and the ports it adds); `optics` the speeds a port may be
@@ -30,13 +33,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from generators.malt.coupled import CoverBlock, CoverTask, FillTask, PackGroup, PackTask
-from generators.malt.coupledread import Reader, switch_of, table
+from generators.malt.coupledread import Reader, Switch, switch_of, table
+from generators.malt.coupledtransport import Stage, TransportTask
 from generators.malt.operations import TEMPLATES
 
 Spec = dict[str, Any]
 LEVELS = {level: TEMPLATES[level] for level in (6, 7, 8)}
 KINDS = frozenset(name for names in LEVELS.values() for name in names)
-DRAINS = frozenset({"drain_power_binpack", "drain_blast_radius"})
+DRAINS = frozenset({"drain_power_binpack", "drain_blast_radius", "drain_min_cost"})
 FAMILY = "malt"
 
 
@@ -68,6 +72,9 @@ CATALOGUE = (
     ),
     CatalogueEntry(
         "expand_lexicographic", 8, "target, ports and watts; fewest new, cheapest, fewest ports"
+    ),
+    CatalogueEntry(
+        "drain_min_cost", 8, "ports per receiver, per speed per receiver, cost table; least cost"
     ),
 )
 
@@ -188,6 +195,24 @@ def _expand(spec: Spec, reader: Reader) -> FillTask:
     )
 
 
+def _transport(spec: Spec, reader: Reader) -> TransportTask:
+    gone = drained(spec)
+    costs = {name: table(pairs) for name, pairs in spec["costs"]}
+    moving = Counter(reader.speed(p) for s in gone for p in reader.ports(s))
+    types = tuple(sorted(moving))
+    stage = reader.stage(gone[0])
+    takers = [
+        t for t in reader.switches(spec["block"]) if t not in gone and reader.stage(t) == stage
+    ]
+    group = Stage(
+        stage,
+        tuple(Switch(t, len(reader.ports(t)), 0, 0) for t in takers),
+        tuple(moving[t] for t in types),
+        tuple(tuple(costs[t][s] for s in types) for t in takers),
+    )
+    return TransportTask(types, (group,), spec["max_ports"], spec["per_speed"])
+
+
 TASKS: dict[str, Callable[[Spec, Reader], Any]] = {
     "drain_power_binpack": _drain,
     "drain_blast_radius": _drain,
@@ -195,6 +220,7 @@ TASKS: dict[str, Callable[[Spec, Reader], Any]] = {
     "upgrade_knapsack": _upgrade,
     "shared_budget_two_blocks": _upgrade,
     "expand_lexicographic": _expand,
+    "drain_min_cost": _transport,
 }
 
 

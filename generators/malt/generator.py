@@ -20,14 +20,18 @@ instead of to each other. The coupled-constraint plans of levels 6-8 are checked
 way, and step 2 also rejects a draw whose exact search is too large or on which some
 greedy rule reaches the optimum (coupledplan.py); as most draws are, a query of these
 levels keeps the template it drew first through its redraws (so weights and the uniform
-mix hold for what is kept) and may redraw up to COUPLED_DRAWS times. A coupled draw whose
-variety stratum (operation x size x the block or blocks it sits in) already holds
-max(4, 1 + floor(0.095 i)) of the seed's queries 0..i-1 is drawn again before any
-validation, for the first half of the query's draws (then the cap is lifted for it: a
-small topology may hold the template's tasks in a few blocks only): the greedy filter
-keeps far more draws in some blocks than in others (on the small topology a quarter of
-level 6 drained one block). Query i still depends only on its stream and the queries
-before it.
+mix hold for what is kept) unless the stratum cap below turns it to another, and may
+redraw up to CAP_DRAWS times per template of the level and COUPLED_DRAWS more. A coupled
+draw whose variety stratum (operation x size x the block or blocks it sits in) already
+holds max(4, 1 + floor(0.095 i)) of the seed's queries 0..i-1 is drawn again before any
+validation: CAP_DRAWS draws of the template it picked, then (app version 6) CAP_DRAWS of
+each other template of the level in turn, and only then the picked one without the cap (a
+small topology may hold a template's tasks in a few blocks only): the greedy filter keeps
+far more draws in some blocks than in others (on the small topology a quarter of level 6
+drained one block, and its drains that defeat every rule lie in a few blocks). A query
+that finds its template's draw within its first CAP_DRAWS draws is what version 5 drew
+(version 5 drew 1,000 of the picked one under the cap, then 1,000 without). Query i still
+depends only on its stream and the queries before it.
 
 What is drawn: without `weights` and `operations`, exactly what every earlier version
 drew. `operations` (app.operations) keeps the draws whose label it selects; `weights`
@@ -95,8 +99,16 @@ MAX_DRAWS = 100
 COUPLED_DRAWS = 2_000  # most coupled draws fail the greedy filter (README: the shares)
 STRATUM_SHARE = 0.095  # the issue's bound is 10 % of a run
 STRATUM_MIN = 4  # the first queries of a run: a template has only 6 blocks on `small`
-CAP_DRAWS = COUPLED_DRAWS // 2  # draws of a query under the cap; the rest without it
+# Draws of each template under the cap, in turn; then COUPLED_DRAWS without it. Version 5
+# drew 1,000 of the picked one: on default topologies a query needs at most ~70 draws.
+CAP_DRAWS = 250
 SELECT_DRAWS = 5_000  # draws of levels 1-3 searched for a selected or weighted label
+
+
+def fallbacks(picked: str, templates: Sequence[str]) -> list[str]:
+    """The templates a coupled query draws under the stratum cap, in turn: the one it
+    picked, then the level's others in their order."""
+    return [picked, *(t for t in templates if t != picked)]
 
 
 def is_null_like(record: dict[str, Any]) -> bool:
@@ -282,10 +294,27 @@ class MaltQueryGenerator:
         cap = share_cap(index, STRATUM_SHARE, STRATUM_MIN)
         draws = [0]  # of this query
         rng = query_rng(seed, level, index)
-        template = self.plans.pick(level, rng, weights) if level in COUPLED_LEVELS else None
+        picked = self.plans.pick(level, rng, weights) if level in COUPLED_LEVELS else None
+        # Under the cap: the picked template, then each other one of the level in turn
+        # (CAP_DRAWS draws each), then the picked one without the cap.
+        # A template weighted 0 (focus.results) is never turned to.
+        phases = []
+        if picked is not None:
+            turns = [t for t in self.plans.templates[level] if not weights or weights.get(t, 1) > 0]
+            phases = fallbacks(picked, turns)
 
         def draw() -> tuple[str, Spec] | str:
             draws[0] += 1
+            phase = (draws[0] - 1) // CAP_DRAWS
+            capped = picked is not None and phase < len(phases)
+            template = phases[phase] if capped else picked
+            # Under the cap a one-block task is drawn among the blocks whose stratum has
+            # room (the rare ones get every draw), so rng is used as before while none is full.
+            prefix = f"{template}/{self.size}/"
+            full = [
+                w[len(prefix) :] for w, n in strata.items() if n >= cap and w.startswith(prefix)
+            ]
+            self.plans.coupled.full = frozenset(full if capped else ())
             try:
                 if template is not None:
                     spec = self.plans.draw_named(template, rng)
@@ -293,8 +322,10 @@ class MaltQueryGenerator:
                     spec = self.draw_spec(level, rng, weights)
             except Redraw as exc:
                 return str(exc).split(":")[0][:60]
+            finally:
+                self.plans.coupled.full = frozenset()
             drawn = Spec.of(spec)
-            if template is not None and draws[0] <= CAP_DRAWS:
+            if capped:
                 where = coupledspec.stratum(drawn.operation, self.size, spec)
                 if strata[where] >= cap:
                     return f"stratum {where} holds {cap} queries already"
@@ -312,7 +343,7 @@ class MaltQueryGenerator:
             index,
             draw,
             build,
-            max_draws=COUPLED_DRAWS if level in COUPLED_LEVELS else MAX_DRAWS,
+            max_draws=CAP_DRAWS * len(phases) + COUPLED_DRAWS if phases else MAX_DRAWS,
             hint=f"On topology {self.topology_id}, which may be too small for level {level}: "
             "raise app.topology size knobs",
         )

@@ -27,7 +27,7 @@ TEMPLATES: dict[int, tuple[str, ...]] = {
     # Coupled constraints no greedy rule solves (coupledspec.py): one, two, three + goals.
     6: ("drain_power_binpack", "upgrade_knapsack"),
     7: ("place_two_stage", "shared_budget_two_blocks"),
-    8: ("drain_blast_radius", "expand_lexicographic"),
+    8: ("drain_blast_radius", "expand_lexicographic", "drain_min_cost"),
 }
 _SPLIT = re.compile(r"[>()|_]+")
 

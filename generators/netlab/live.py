@@ -6,8 +6,9 @@ kernel state (before any routing daemon ran), writes every router's configuratio
 per set of daemons, since a leaf runs no ospfd and a CE no ospfd either). `converge()`
 polls the intended state, not a quiet window: every adjacency of the spec Full on its two
 interfaces, every session Established at both ends, every router holding a route to
-every host LAN; then every host pair is probed over the chosen protocols, and the lab has
-converged when all of them work. Leaving stops the daemons and the lab.
+every host LAN, and the stated ECMP next hops and paths in the kernel's routes; then
+every host pair is probed over the chosen protocols, and the lab has converged when all
+of them work. Leaving stops the daemons and the lab.
 
 This is the substrate's own proof that a family works (tests, bench); the warm pool of
 issue 29 keeps labs alive across queries and resets them by configuration diff.
@@ -15,6 +16,7 @@ issue 29 keeps labs alive across queries and resets them by configuration diff.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import time
 from collections.abc import Sequence
@@ -154,7 +156,7 @@ class NetLab:
         return self.daemons[router].vtysh(router, commands)
 
     def state(self) -> LabState:
-        """One poll of every router (vtysh in parallel, kernel routes in one round)."""
+        """One poll of every router (its daemons' vty sessions, kernel routes in one round)."""
         spec = self.spec
         outs: dict[str, str] = {}
         for group in {id(g): g for g in self.daemons.values()}.values():
@@ -164,7 +166,7 @@ class NetLab:
             if "bgpd" in group.daemons:
                 commands.append("show bgp summary json")
             if commands:
-                outs.update(group.vtysh_all(group.routers, commands))
+                outs.update(group.answer(dict.fromkeys(group.routers, commands)))
         routes = self.emu._shell({r.name: "ip -4 route show" for r in spec.routers})
         state = LabState()
         ospf, bgp = _neighbours(outs)
@@ -179,9 +181,10 @@ class NetLab:
                 if got != "Established":
                     state.sessions_down.append(f"{me} -> {peer_addr} ({got})")
         lans = [lan.subnet for lan in spec.lans]
+        tables = {r.name: kernel_devices(routes[r.name][1]) for r in spec.routers}
         for r in spec.routers:
-            table = {line.split()[0] for line in routes[r.name][1].splitlines() if line}
-            state.routes_missing += [f"{r.name} {p}" for p in lans if p not in table]
+            state.routes_missing += [f"{r.name} {p}" for p in lans if p not in tables[r.name]]
+        state.routes_missing += _intents_pending(spec, tables)
         return state
 
     def converge(self, protocols: Sequence[str] = PROTOCOLS, timeout_s: float = CONVERGE_S) -> int:
@@ -208,6 +211,41 @@ class NetLab:
         raise EnvironmentFailure(
             f"{self.spec.name} did not converge in {timeout_s:g} s: {state.summary()}"
         )
+
+
+def kernel_devices(table: str) -> dict[str, list[str]]:
+    """{prefix: the devices of its next hops} of `ip -4 route show` output: a multipath
+    route's next hops follow it on indented `nexthop ... dev X` lines."""
+    devices: dict[str, list[str]] = {}
+    current: list[str] = []
+    for line in table.splitlines():
+        words = line.split()
+        if not words:
+            continue
+        if not line[0].isspace():
+            current = devices.setdefault(words[0], [])
+        if "dev" in words[:-1]:
+            current.append(words[words.index("dev") + 1])
+    return devices
+
+
+def _intents_pending(spec: NetSpec, tables: dict[str, dict[str, list[str]]]) -> list[str]:
+    """The stated ECMP and path intents the kernel routes do not show yet. OSPF installs a
+    prefix's first next hop before SPF has found its equal-cost twin, so a route to every
+    LAN is not yet the intended state (a test reading the FIB then saw one next hop)."""
+    pending = []
+    for e in spec.ecmp:
+        got = sorted(tables[e.router].get(e.prefix, []))
+        if got != sorted(e.via):
+            pending.append(f"{e.router} {e.prefix} via {got}, intended {sorted(e.via)}")
+    for p in spec.paths:
+        target = spec.host(p.target)
+        prefix = str(ipaddress.ip_interface(target.address).network)
+        for router, link in zip(p.routers[:-1], p.links, strict=True):
+            want, got = spec.link(link).end(router)[0], tables[router].get(prefix, [])
+            if want not in got:
+                pending.append(f"{router} {prefix} via {got}, path {want}")
+    return pending
 
 
 def _neighbours(

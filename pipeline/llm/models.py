@@ -6,7 +6,8 @@ blocking `chat()` runs on the pool's asyncio loop, so episodes on many threads s
 HTTP client per model and the server batches their requests. A model with `cache: true`
 has its replies cached under the data directory's `cache/responses/`
 (pipeline/serving/cache.py), and its endpoint is opened (a managed server started) only
-when a request misses the cache.
+when a request misses the cache. A model whose `provider` is not "openai" is reached
+through its vendor's SDK (pipeline/serving/native/), behind the same ChatBackend.
 
 Servers are started on a thread of the pool's own, which lives as long as the pool: a
 managed server dies with the thread that started it (PR_SET_PDEATHSIG, so that a killed
@@ -34,6 +35,7 @@ from pipeline.heartbeat import waiting
 from pipeline.serving.cache import ResponseCache
 from pipeline.serving.client import ChatClient, ChatResult, Sampling, request_body
 from pipeline.serving.config import VllmModelConfig
+from pipeline.serving.native import body_of, native_client
 from pipeline.serving.server import open_endpoint
 from pipeline.variants import result_settings
 
@@ -54,6 +56,8 @@ class ChatBackend:
         self._loop = loop
         self._served = model.served_name
         self._cache = cache
+        # The request as the model's provider sends it: what its cached reply is keyed by.
+        self._body = request_body if model.provider == "openai" else body_of(model.provider)
         self.name = model.name
         self.context = model.max_model_len  # tokens the model takes per request (both ways)
         self.sampling = sampling
@@ -65,9 +69,7 @@ class ChatBackend:
         hits starts no server."""
         options.setdefault("sampling", self.sampling)
         if self._cache is not None:
-            found = self._cache.get(
-                self._cache.key(request_body(self._served, messages, **options))
-            )
+            found = self._cache.get(self._cache.key(self._body(self._served, messages, **options)))
             if found is not None:
                 return found
         future = asyncio.run_coroutine_threadsafe(
@@ -160,6 +162,8 @@ class ModelPool:
             headers[header] = value
 
         async def make() -> ChatClient:
+            if model.provider != "openai":  # the same interface, the vendor's own API
+                return native_client(model, headers)
             return ChatClient.for_endpoint(
                 endpoint,
                 sampling=sampling,

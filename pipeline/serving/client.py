@@ -56,7 +56,7 @@ class RequestRejected(EnvironmentFailure):
 class Sampling:
     """Sampling parameters sent with every request."""
 
-    temperature: float = 0.0
+    temperature: float | None = 0.0  # None: not sent (Anthropic's API has none)
     max_tokens: int = 512
     seed: int | None = 0
 

@@ -1,4 +1,6 @@
-"""The schema of a served model's config: conf/model/<name>.yaml with `kind: vllm_cpu|vllm`.
+"""The schema of a served model's config: conf/model/<name>.yaml with `kind: vllm_cpu|vllm`
+(a vLLM server NetGauge runs, or any OpenAI-compatible endpoint) or `kind: hosted` (an API
+NetGauge does not run: `endpoint: external`, reached with `provider`'s protocol).
 
 Flat on purpose (one key per setting, every key commented in the YAML). `validate` checks
 values the types cannot (choices, ranges) and names the key and the allowed values.
@@ -15,10 +17,13 @@ from pipeline.config import load_choice
 from pipeline.errors import ConfigError
 from pipeline.pricing import price_of
 from pipeline.serving.cpus import check_cpu_bind
-from pipeline.variants import operational
+from pipeline.variants import added, operational
 
 ENDPOINTS = ("managed", "external")
-KINDS = ("vllm_cpu", "vllm")
+KINDS = ("vllm_cpu", "vllm", "hosted")
+# How requests are sent (pipeline/serving/native/): the OpenAI-compatible chat completions
+# of pipeline/serving/client.py, or a vendor's own API through its official SDK.
+PROVIDERS = ("openai", "anthropic", "gemini")
 DTYPES = ("bfloat16", "float16", "float32")
 
 
@@ -26,6 +31,9 @@ DTYPES = ("bfloat16", "float16", "float32")
 class VllmModelConfig:
     name: str = "smollm2"  # the cell key; equals the YAML file's stem
     kind: str = "vllm_cpu"  # how the model is reached
+    # The API spoken (PROVIDERS); added after results existed, so "openai" leaves every
+    # earlier cell and cached reply as it was keyed (pipeline/variants.py: added).
+    provider: str = added("openai")
     endpoint: str = "managed"  # managed: NetGauge runs the server; external: base_url
     base_url: str | None = None  # external only: OpenAI-compatible URL ending in /v1
     api_key_env: str | None = operational(None)  # external only: the variable holding the API key
@@ -58,7 +66,7 @@ class VllmModelConfig:
     # auto or nobind (vLLM's own), or a CPU list such as 0-3.
     cpu_bind: str = operational("available")
     ready_timeout_s: float = operational(300.0)
-    temperature: float = 0.0
+    temperature: float | None = 0.0  # None: not sent (only where the API has none)
     max_tokens: int = 512
     seed: int | None = 0
     max_in_flight: int = operational(8)
@@ -78,6 +86,7 @@ class VllmModelConfig:
             ("kind", self.kind, KINDS),
             ("endpoint", self.endpoint, ENDPOINTS),
             ("dtype", self.dtype, DTYPES),
+            ("provider", self.provider, PROVIDERS),
         ):
             if value not in allowed:
                 raise ConfigError(
@@ -109,8 +118,41 @@ class VllmModelConfig:
                 f"model.cost_limit is set but model '{self.name}' has no price: add an entry "
                 "to conf/pricing.yaml or set model.pricing"
             )
-        if not 0 <= self.temperature <= 2:
+        if self.temperature is not None and not 0 <= self.temperature <= 2:
             raise ConfigError(f"model.temperature={self.temperature} is out of range; 0 to 2")
+        self._validate_provider()
+
+    def _validate_provider(self) -> None:
+        """What a native provider needs, and the sampling its API has no parameter for."""
+        if self.kind == "hosted" and self.endpoint != "external":
+            raise ConfigError("model.kind='hosted' needs model.endpoint='external' and a base_url")
+        if self.provider == "anthropic":
+            # Anthropic's Messages API (anthropic SDK 2.14.0) has no sampling parameters
+            # left but max_tokens: a config that asks for others is refused, not ignored.
+            for key in ("temperature", "seed"):
+                if getattr(self, key) is not None:
+                    raise ConfigError(
+                        f"model.{key}={getattr(self, key)}: Anthropic's Messages API has no "
+                        f"{key} parameter; set model.{key}=null (the API samples as it does; "
+                        "repeated trials need a provider with a seed)"
+                    )
+        elif self.temperature is None:
+            raise ConfigError(
+                f"model.temperature=null: the {self.provider} API takes a temperature; "
+                "set a number from 0 to 2 (null is for Anthropic's Messages API, which has none)"
+            )
+        if self.provider == "openai":
+            return
+        if self.endpoint != "external":
+            raise ConfigError(
+                f"model.provider='{self.provider}' is an API NetGauge does not run: set "
+                "model.endpoint=external and model.base_url (e.g. kind: hosted)"
+            )
+        if not self.api_key_env:
+            raise ConfigError(
+                f"model.provider='{self.provider}' needs model.api_key_env: the name of the "
+                "environment variable holding the API key (the key itself is never stored)"
+            )
 
 
 def model_config(section: object) -> VllmModelConfig:

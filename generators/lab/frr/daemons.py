@@ -14,6 +14,12 @@ with new pid, IPC and UTS namespaces and a read-only root, no other host file. F
 as root holding only the capabilities it asks for (NET_ADMIN, NET_RAW, NET_BIND_SERVICE,
 SYS_ADMIN, and SETUID/SETGID to drop them) and runs as the `frr` user. The agent's vtysh
 (emulators/netcmd/vtysh.py) sees only its router's vty folder.
+
+The environment's own reads go over kept-open vty sessions (generators/lab/frr/vty.py),
+one per daemon, owned here: `answer` sends each line to the one daemon that answers it
+(`owner`), no vtysh process per router per poll. Anything it cannot answer as vtysh
+would (a line whose daemon it does not know, an answer other than success or a warning,
+a session that fails) is asked again of a trusted vtysh, whose output or failure stands.
 """
 
 from __future__ import annotations
@@ -26,12 +32,13 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from emulators.jail import bwrap_path
 from emulators.netcmd.vtysh import VTYSH_CONF
+from generators.lab.frr.vty import CMD_SUCCESS, CMD_WARNING, Vty
 from pipeline.api import EnvironmentFailure
 
 FRR_LIB = Path("/usr/lib/frr")
@@ -44,6 +51,15 @@ START_S = 10.0  # how long a daemon may take to open its vty socket
 # vtysh's output, decoded with replacement: FRR keeps whatever bytes it was told (a
 # `neighbor ... description` holding 0xFF), and no such byte may break a later read.
 READ_BACK: dict[str, Any] = {"encoding": "utf-8", "errors": "replace"}
+# The daemon that alone answers a line starting so (vtysh sends it there and nowhere else).
+OWNERS = (("show ip ospf ", "ospfd"), ("show bgp ", "bgpd"), ("show ip bgp ", "bgpd"),
+          ("clear bgp ", "bgpd"), ("clear ip bgp ", "bgpd"))  # fmt: skip
+VTYSH_OK = (CMD_SUCCESS, CMD_WARNING)  # vtysh -c goes on (exit 0) after these codes
+
+
+def owner(line: str) -> str | None:
+    """The daemon that alone answers `line` (OWNERS), or None."""
+    return next((daemon for start, daemon in OWNERS if line.startswith(start)), None)
 
 
 def installed() -> str | None:
@@ -128,6 +144,7 @@ class RouterDaemons:
         self.daemons = tuple(daemons)
         self._netns = netns
         self._procs: dict[tuple[str, str], subprocess.Popen] = {}
+        self.vty = Vty({r: self.vty_dir(r) for r in self.routers}, self.daemons)
 
     def root(self, router: str) -> Path:
         return self.base / router
@@ -221,6 +238,7 @@ class RouterDaemons:
         """Kill the daemons of `routers` (every router by default; the jail's pid
         namespace takes everything in it along)."""
         chosen = set(self.routers if routers is None else routers)
+        self.vty.close(chosen)
         procs = {key: p for key, p in self._procs.items() if key[0] in chosen}
         for proc in procs.values():
             if proc.poll() is None:
@@ -239,6 +257,43 @@ class RouterDaemons:
 
     def alive(self) -> list[str]:
         return [f"{r}/{d}" for (r, d), p in self._procs.items() if p.poll() is None]
+
+    def answer(
+        self, commands: Mapping[str, Sequence[str]], timeout_s: float = 10.0
+    ) -> dict[str, str]:
+        """Trusted lines per router ({router: [lines]}), answered over the kept-open vty
+        sessions as vtysh with the same -c lines prints them: {router: output}. A router
+        whose lines cannot all be answered so goes to vtysh (module docstring)."""
+        deadline = time.monotonic() + timeout_s
+        requests: dict[tuple[str, str], list[str]] = {}
+        order: dict[str, list[tuple[str, int]]] = {}  # router -> (daemon, index) per line
+        by_vtysh = set()
+        for router, lines in commands.items():
+            owners = [owner(line) for line in lines]
+            if router not in self.routers or not all(d in self.daemons for d in owners):
+                by_vtysh.add(router)
+                continue
+            for line, daemon in zip(lines, owners, strict=True):
+                asked = requests.setdefault((router, daemon), [])
+                order.setdefault(router, []).append((daemon, len(asked)))
+                asked.append(line)
+        outs: dict[str, str] = {}
+        try:
+            answers = self.vty.ask(requests, max(0.1, deadline - time.monotonic()))
+        except EnvironmentFailure:
+            by_vtysh |= set(order)
+        else:
+            for router, where in order.items():
+                got = [answers[(router, daemon)][n] for daemon, n in where]
+                if all(code in VTYSH_OK for code, _ in got):
+                    outs[router] = "".join(text for _, text in got)
+                else:
+                    by_vtysh.add(router)
+        for cmds in {tuple(commands[r]) for r in by_vtysh}:
+            same = [r for r in by_vtysh if tuple(commands[r]) == cmds]
+            left = max(0.1, deadline - time.monotonic())
+            outs.update(self.vtysh_all(same, list(cmds), timeout_s=left))
+        return outs
 
     def vtysh_all(
         self, routers: Sequence[str], commands: Sequence[str], timeout_s: float = 10.0

@@ -22,7 +22,7 @@ import contextlib
 import select
 import socket
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 from pipeline.api import EnvironmentFailure
@@ -193,7 +193,9 @@ class Vty:
             raise
         return out[1:-1]
 
-    def close(self) -> None:
-        for session in self._sessions.values():
-            with contextlib.suppress(OSError):
-                session.close()
+    def close(self, routers: Collection[str] | None = None) -> None:
+        """Close the sessions of `routers` (every router's by default)."""
+        for (router, _), session in self._sessions.items():
+            if routers is None or router in routers:
+                with contextlib.suppress(OSError):
+                    session.close()

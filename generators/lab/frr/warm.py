@@ -169,7 +169,7 @@ class WarmLab:
             self.daemons = RouterDaemons(
                 self.emu.prefix, routers, self.spec.daemons(), self.emu.netns_path
             )
-            self.vty = Vty({r: self.daemons.vty_dir(r) for r in routers}, self.spec.daemons())
+            self.vty = self.daemons.vty  # the daemons own their sessions
             self.routes = RouteReader(self.emu._ns_fds)
             self.daemons.write_configs(self.configs)
             self.daemons.start()
@@ -202,8 +202,6 @@ class WarmLab:
     def close(self) -> None:
         """Stop the daemons and the lab, the lab even when stopping the daemons fails."""
         try:
-            if self.vty is not None:
-                self.vty.close()
             if self.routes is not None:
                 self.routes.close()
             if self.daemons is not None:
