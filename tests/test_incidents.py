@@ -116,6 +116,33 @@ def test_1000_pure_draws_per_tier_keep_the_top_stratum_under_10_percent(level):
     assert min(benign) >= TIERS[level].benign[0] and max(benign) <= TIERS[level].benign[1]
 
 
+def _pairs(faults: list[dict]) -> int:
+    """Masking pairs among a query's faults: a kind masking another's on a shared element
+    at another device (faults/masking.py)."""
+    return sum(
+        g["kind"] in catalogue.kind(f["kind"]).masks
+        and bool(set(f["elements"]) & set(g["elements"]))
+        and f["cause"]["device"] != g["cause"]["device"]
+        for f in faults
+        for g in faults
+    )
+
+
+@pytest.mark.parametrize("task", ["mitigate", "localize"])
+def test_every_level_8_draw_holds_a_masking_pair(task):
+    """The reference player's level-8 misses were the hidden end of a masking pair and
+    coverage under the turn budget: every level-8 draw holds a pair among 4-5 faults
+    (at level 7, half the draws where a ticket can be distant)."""
+    app = IncidentsApp(IncidentsConfig(task=task))
+    queries = list(app.generator().generate(8, 4, 200, live=False))
+    assert all(_pairs(q.ground_truth["faults"]) for q in queries)
+    silent = [sum(intent_only(catalogue.kind(f["kind"])) for f in q.ground_truth["faults"])
+              for q in queries]  # fmt: skip
+    assert min(silent) >= TIERS[8].intent_only
+    seven = list(app.generator().generate(7, 4, 200, live=False))
+    assert 0.3 < sum(not _pairs(q.ground_truth["faults"]) for q in seven) / 200 < 0.7
+
+
 def test_same_seed_same_draws_and_detect_draws_healthy_networks():
     app = IncidentsApp(IncidentsConfig(task="detect"))
     first = [q.key for q in app.generator().generate(6, 1, 40, live=False)]

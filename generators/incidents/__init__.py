@@ -22,7 +22,9 @@ from pipeline.api import AppSpec, BenchSpec
 #    router's INPUT rejects TCP/UDP port 7 from the LANs), stated in the prompt and checked
 #    by closed probes; four silent fault kinds and one benign anomaly on it (policy_dp.py);
 #    level 8 now draws chain and ISP labs too. Small and medium labs are unchanged.
-APP_VERSION = "4"
+# 5: level 8 holds 4-5 faults and 2-3 benign anomalies, and always draws a masking pair
+#    (Tier.pairs); levels 6 and 7 are unchanged.
+APP_VERSION = "5"
 APP = AppSpec(
     kind="incidents",
     app=".app:IncidentsApp",

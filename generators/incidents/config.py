@@ -37,6 +37,11 @@ class Tier:
     # stated intent (paths, ECMP, VRRP, what stays closed) tells it from a healthy one.
     detect_faults: tuple[int, int]
     detect_silent: bool
+    # [min, max] masking pairs a composed query draws (two faults on one element, the
+    # second hidden until the first is fixed); with min 0 a pair is drawn half the time
+    # where a ticket can be distant. The reference player's misses at level 8 were the
+    # hidden end of a pair and coverage under the turn budget.
+    pairs: tuple[int, int] = (0, 1)
 
 
 TIERS = {
@@ -69,7 +74,19 @@ TIERS = {
         False,
     ),
     8: Tier(
-        8, (3, 4), (1, 2), ("large", "xlarge"), 50, 320 * KIB, "counts", True, True, 1, (1, 2), True
+        8,
+        (4, 5),
+        (2, 3),
+        ("large", "xlarge"),
+        50,
+        320 * KIB,
+        "counts",
+        True,
+        True,
+        1,
+        (1, 2),
+        True,
+        pairs=(1, 1),
     ),
 }
 

@@ -14,7 +14,9 @@ of faults:
     after it on the masker's element at its other end (faults/masking.py); half
     the time, and always on a lab where no ticket can be a distant symptom (leaf-spine,
     medium campus: `tickets.may_be_distant`), where a draw without one is refused before
-    any lab work (it could never be composed);
+    any lab work (it could never be composed); a tier asking for at least one pair
+    (`pairs`, level 8) always draws one, and up to its maximum further pairs of other
+    kinds while the query's count leaves room for them and the intent-only faults owed;
   - at level 8, at least one intent-only kind (it loses no flow: the verdict's intent or
     closed checks see it);
   - a detect query draws the tier's `detect_faults` instead, never composed (it shows no
@@ -45,6 +47,7 @@ from generators.netlab.spec import NetSpec
 from pipeline.api import query_key, weighted_choice
 
 KIND_TRIES = 40  # kind draws per query before the draw gives up
+PAIR_TRIES = 8  # pairs tried where a tier always asks for one
 
 
 @dataclass(frozen=True)
@@ -189,16 +192,22 @@ def draw(
     faults: list[Fault] = []
     if tier.composed and not detect:
         distant = tickets.may_be_distant(spec)
-        faults += _masking_pair(spec, pool, taken, rng, count, distant)
+        low, high = tier.pairs
+        tries = PAIR_TRIES if low else 1
+        faults += _masking_pair(spec, pool, taken, rng, count, distant and not low, tries)
         if not faults and not distant:
             return (
                 f"{spec.name}: no masking pair drawn, and no ticket can be "
                 f"{tickets.DISTANT[spec.size]} hops from a cause on it"
             )
+        for _ in range(high - 1 if faults else 0):
+            room = count - len(faults) - max(0, silent - _silent(faults))
+            left = [k for k in pool if k.id not in taken.kinds]
+            faults += _masking_pair(spec, left, taken, rng, room, False, tries)
     for _ in range(KIND_TRIES):
         if len(faults) >= count:
             break
-        need = silent - sum(intent_only(catalogue.kind(f.kind)) for f in faults)
+        need = silent - _silent(faults)
         left = [k for k in pool if k.id not in taken.kinds]
         if need > 0 and any(intent_only(k) for k in left):
             left = [k for k in left if intent_only(k)]
@@ -211,9 +220,13 @@ def draw(
             faults.append(fault)
     if len(faults) < count:
         return f"{spec.name}: room for {len(faults)} of {count} faults of the allowed kinds"
-    if sum(intent_only(catalogue.kind(f.kind)) for f in faults) < silent:
+    if _silent(faults) < silent:
         return f"{spec.name}: room for fewer than {silent} intent-only faults"
     return Drawn(spec, tuple(faults), tuple(benign), task)
+
+
+def _silent(faults: list[Fault]) -> int:
+    return sum(intent_only(catalogue.kind(f.kind)) for f in faults)
 
 
 def _weighted(
@@ -236,27 +249,31 @@ def _weighted(
 
 def _masking_pair(
     spec: NetSpec, pool: list[FaultKind], taken: Taken, rng: random.Random, count: int,
-    distant: bool,
+    distant: bool, tries: int = 1,
 ) -> list[Fault]:  # fmt: skip
     """A masker and a kind it masks, when the pool holds such a pair and both find a
     place; [] otherwise (the tier's distant-symptom route remains). Half the time there
-    is none where a ticket can be distant; always one where it cannot (`distant` False)."""
+    is none where a ticket can be distant; always one where it cannot (`distant` False).
+    `tries`: maskers drawn before giving up (more than one where a tier always asks for
+    a pair)."""
     ids = {k.id for k in pool}
     maskers = [k for k in pool if set(k.masks) & ids]
     if count < 2 or not maskers:
         return []
     if rng.random() < 0.5 and distant:
         return []
-    masker = rng.choice(maskers)
-    first = masker.draw(rng, spec, taken)
-    if first is None:
-        return []
-    masked = catalogue.kind(rng.choice(sorted(set(masker.masks) & ids)))
-    # on the masker's element, at its other end (masking.py): a plain draw put it on
-    # another link or session, where nothing masks it and no pair was ever proven
-    second = draw_masked(rng, spec, first, masked, taken)
-    if second is None:
-        return []
-    taken.add(first)
-    taken.add(second)
-    return [first, second]
+    for _ in range(tries):
+        masker = rng.choice(maskers)
+        first = masker.draw(rng, spec, taken)
+        if first is None:
+            continue
+        masked = catalogue.kind(rng.choice(sorted(set(masker.masks) & ids)))
+        # on the masker's element, at its other end (masking.py): a plain draw put it on
+        # another link or session, where nothing masks it and no pair was ever proven
+        second = draw_masked(rng, spec, first, masked, taken)
+        if second is None:
+            continue
+        taken.add(first)
+        taken.add(second)
+        return [first, second]
+    return []
