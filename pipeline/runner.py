@@ -29,6 +29,7 @@ from pipeline.cells import Cell, Layout, cell_from_config, data_root
 from pipeline.checkpoint import CellFailed, Checkpoint
 from pipeline.core import App, Environment, Query, StepResult, StepStatus, canonical_json
 from pipeline.costlimit import CostGuard
+from pipeline.derive import DERIVED_FROM, prefix_source
 from pipeline.errors import AgentFailure, AgentStopped, EnvironmentFailure, NetGaugeError
 from pipeline.generate import read_queries
 from pipeline.llm.models import ModelPool
@@ -138,6 +139,13 @@ def _run(cfg: DictConfig, models: Any, share: Budget | None = None) -> Path:
         )
     out = paths.transcripts(cell)
     with Checkpoint(paths.partial(cell), digest) as checkpoint:
+        derived = prefix_source(cfg, cell, queries, paths)
+        if derived is not None:  # a finished larger cell played these (pipeline/derive.py)
+            source = {DERIVED_FROM: derived.source.part}
+            write_shard("transcripts", derived.table, out, config_hash=digest, extra=source)
+            checkpoint.clear()
+            log.info("%s: its %d episodes taken from %s", cell.part, len(queries), source)
+            return out
         failures = _play_missing(cfg, app, agent, cell, queries, checkpoint, share)
         if failures:
             raise CellFailed(
