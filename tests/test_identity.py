@@ -10,7 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.cells import Cell, Layout
 from pipeline.config import ROOT
+from pipeline.derive import DERIVED_FROM
+from pipeline.records import shard_metadata
 from pipeline.views import connect
 from tests.conftest import SLOTS, SNAKEMAKE, require_root
 
@@ -116,3 +119,36 @@ def test_sweep_with_a_query_count_axis_from_the_command_line(tmp_path):
         timeout=300,
     )
     assert "Nothing to be done" in rerun.stdout + rerun.stderr
+
+
+def test_a_direct_run_then_a_smaller_dag_cell_is_derived_not_replayed(tmp_path):
+    """A direct run of 4 queries, then the DAG's cell of 2 of the same identity: no query
+    generated, no episode played (pipeline/derive.py), and the rows of a fresh run of 2."""
+    data, fresh = tmp_path / "a", tmp_path / "b"
+    cell = ["app=malt", "agent=oracle", "level=1"]
+    multirun(data, *cell, "queries=4")
+    small = Cell("malt", "none", "oracle", 1, 0, 2)
+    target = Layout(data).episodes(small)
+    axes = ["grid=smoke", "apps=[malt]", "agents=[oracle]", "levels=[1]", "queries=[2]"]
+    done = subprocess.run(
+        [SNAKEMAKE, "--cores", SLOTS, str(target), "--config", *axes, f"data_dir={data}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert not list((data / "logs" / "generate").glob("*.log"))  # no generate job ran
+    played = (data / "logs" / "run" / (small.part.replace("/", "_") + ".log")).read_text()
+    assert f"run {small.part}" not in played  # the episode bar of a played cell
+    assert f"taken from {{'{DERIVED_FROM}': '{small.part.replace('=2/', '=4/')}'}}" in played
+    assert shard_metadata(target)[DERIVED_FROM].endswith("/queries=4/variant=base")
+    multirun(fresh, *cell, "queries=2")
+    timing = "* EXCLUDE (latency_s, agent_s, tokens_per_s, code_version)"
+    rows = [
+        connect(d)
+        .execute(f"SELECT {timing} FROM episodes WHERE queries = 2 ORDER BY ALL")
+        .fetchall()
+        for d in (data, fresh)
+    ]
+    assert len(rows[0]) == 2 and rows[0] == rows[1]
