@@ -141,10 +141,11 @@ def _run(cfg: DictConfig, models: Any, share: Budget | None = None) -> Path:
     with Checkpoint(paths.partial(cell), digest) as checkpoint:
         derived = prefix_source(cfg, cell, queries, paths)
         if derived is not None:  # a finished larger cell played these (pipeline/derive.py)
-            source = {DERIVED_FROM: derived.source.part}
-            write_shard("transcripts", derived.table, out, config_hash=digest, extra=source)
+            source = derived.source.part
+            extra = {DERIVED_FROM: source}
+            write_shard("transcripts", derived.table, out, config_hash=digest, extra=extra)
             checkpoint.clear()
-            log.info("%s: its %d episodes taken from %s", cell.part, len(queries), source)
+            log.info("%s: %d episodes taken from %s, none played", cell.part, len(queries), source)
             return out
         failures = _play_missing(cfg, app, agent, cell, queries, checkpoint, share)
         if failures:
