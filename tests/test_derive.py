@@ -131,3 +131,16 @@ def test_a_cost_limit_or_a_hostile_folder_name_is_never_a_source(tmp_path):
     for name in ("queries=9x", "queries=-9", "queries=٩", "queries=2", "queries=12"):
         (seed / name).mkdir(parents=True)
     assert [c.queries for c in larger_cells(cell, layout(cfg))] == [12]
+
+
+@pytest.mark.usefixtures("echo_app")
+def test_a_cell_played_with_its_config_is_not_played_again(tmp_path, monkeypatch):
+    """The DAG reruns a cell's run job when its queries shard grew (a direct run of more
+    queries after a sweep): the stage plays nothing, as a direct run would not."""
+    cfg = echo_config(tmp_path, queries=3)
+    cell = _cell(cfg)
+    before = layout(cfg).transcripts(cell).stat().st_mtime_ns
+    generate(echo_config(tmp_path, queries=6))  # the shard grows
+    _never_played(monkeypatch)
+    assert run(cfg) == layout(cfg).transcripts(cell)
+    assert layout(cfg).transcripts(cell).stat().st_mtime_ns == before
