@@ -51,11 +51,11 @@ def score(cfg: DictConfig) -> tuple[Path, Path, Path, Path]:
     digest = run_hash(cfg)
     queries = read_queries(paths.queries(cell), limit=cfg.queries)
     by_query: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in read_shard("transcripts", paths.transcripts(cell)).to_pylist():
+        by_query[row["query_id"]].append(row)
     # A cell taken from a larger one's episodes says so in every shard (pipeline/derive.py).
     made = shard_metadata(paths.transcripts(cell)).get(DERIVED_FROM)
     provenance = {DERIVED_FROM: made} if made else {}
-    for row in read_shard("transcripts", paths.transcripts(cell)).to_pylist():
-        by_query[row["query_id"]].append(row)
     missing = [q.query_id for q in queries if q.query_id not in by_query]
     if missing:
         raise DataError(
