@@ -99,9 +99,14 @@ def _prefix(
     cfg: DictConfig, cell: Cell, source: Cell, wanted: set[str], paths: Layout
 ) -> pa.Table | None:
     path = paths.transcripts(source)
-    if not path.is_file() or shard_hash(path) != run_hash(_at_count(cfg, source.queries)):
+    expected = run_hash(_at_count(cfg, source.queries))
+    if not path.is_file() or shard_hash(path) != expected:
         return None  # missing, unfinished, or made with other settings
-    rows = [r for r in read_shard("transcripts", path).to_pylist() if r["query_id"] in wanted]
+    table = read_shard("transcripts", path)
+    # The hash of the bytes read: the shard may have been replaced since it was checked.
+    if (table.schema.metadata or {}).get(b"netgauge.config_hash") != expected.encode():
+        return None
+    rows = [r for r in table.to_pylist() if r["query_id"] in wanted]
     if {r["query_id"] for r in rows} != wanted:
         return None
     if any(r["status"] in _REPLAYED for r in rows):
