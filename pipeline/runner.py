@@ -127,8 +127,6 @@ def _run_cell(cfg: DictConfig, models: Any, share: Budget, errors: list[BaseExce
 
 
 def _run(cfg: DictConfig, models: Any, share: Budget | None = None) -> Path:
-    app = make_app(cfg)
-    agent = make_agent(cfg, app, models)
     cell = cell_from_config(cfg)
     paths = layout(cfg)
     digest = run_hash(cfg)
@@ -137,6 +135,8 @@ def _run(cfg: DictConfig, models: Any, share: Budget | None = None) -> Path:
         # job when the queries shard grew (a direct run of more queries): nothing to play
         log.info("%s: transcripts up to date, none played", cell.part)
         return out
+    app = make_app(cfg)
+    agent = make_agent(cfg, app, models)
     queries = read_queries(paths.queries(cell), limit=cfg.queries)
     if len(queries) < cfg.queries:
         raise CellFailed(
