@@ -76,6 +76,10 @@ class AppSpec:
     # The task kinds it offers (pipeline/diagnosis.py: TASKS). An app offering more than
     # mitigate has a `task` field in its config schema and a `vocabulary(level)` method.
     tasks: tuple[str, ...] = ("mitigate",)
+    # Whether its queries are prefixes: query i of (level, seed) is the same whatever the
+    # count asked (no cap, quota or room sized by the count; pipeline/querygen.py). Only
+    # then is a cell of n queries derived from a finished cell of more (pipeline/derive.py).
+    prefix_queries: bool = False
 
     def __post_init__(self) -> None:
         unknown = [t for t in self.tasks if t not in TASKS]

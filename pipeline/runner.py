@@ -29,6 +29,7 @@ from pipeline.cells import Cell, Layout, cell_from_config, data_root
 from pipeline.checkpoint import CellFailed, Checkpoint
 from pipeline.core import App, Environment, Query, StepResult, StepStatus, canonical_json
 from pipeline.costlimit import CostGuard
+from pipeline.derive import DERIVED_FROM, prefix_source
 from pipeline.errors import AgentFailure, AgentStopped, EnvironmentFailure, NetGaugeError
 from pipeline.generate import read_queries
 from pipeline.llm.models import ModelPool
@@ -126,18 +127,30 @@ def _run_cell(cfg: DictConfig, models: Any, share: Budget, errors: list[BaseExce
 
 
 def _run(cfg: DictConfig, models: Any, share: Budget | None = None) -> Path:
-    app = make_app(cfg)
-    agent = make_agent(cfg, app, models)
     cell = cell_from_config(cfg)
     paths = layout(cfg)
     digest = run_hash(cfg)
+    out = paths.transcripts(cell)
+    if shard_hash(out) == digest:  # played with this config already; the DAG reruns the
+        # job when the queries shard grew (a direct run of more queries): nothing to play
+        log.info("%s: transcripts up to date, none played", cell.part)
+        return out
+    app = make_app(cfg)
+    agent = make_agent(cfg, app, models)
     queries = read_queries(paths.queries(cell), limit=cfg.queries)
     if len(queries) < cfg.queries:
         raise CellFailed(
             f"{paths.queries(cell)} holds {len(queries)} queries, the cell needs {cfg.queries}"
         )
-    out = paths.transcripts(cell)
     with Checkpoint(paths.partial(cell), digest) as checkpoint:
+        derived = prefix_source(cfg, cell, queries, paths)
+        if derived is not None:  # a finished larger cell played these (pipeline/derive.py)
+            source = derived.source.part
+            extra = {DERIVED_FROM: source}
+            write_shard("transcripts", derived.table, out, config_hash=digest, extra=extra)
+            checkpoint.clear()
+            log.info("%s: %d episodes taken from %s, none played", cell.part, len(queries), source)
+            return out
         failures = _play_missing(cfg, app, agent, cell, queries, checkpoint, share)
         if failures:
             raise CellFailed(

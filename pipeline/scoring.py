@@ -31,11 +31,12 @@ from pipeline.core import (
     Verdict,
     canonical_json,
 )
+from pipeline.derive import DERIVED_FROM
 from pipeline.errors import DataError
 from pipeline.generate import read_queries
 from pipeline.play import READING
 from pipeline.pricing import Prices
-from pipeline.records import code_version, read_shard, to_table, write_shard
+from pipeline.records import code_version, read_shard, shard_metadata, to_table, write_shard
 from pipeline.splits import split_of
 from pipeline.variants import variant_of
 
@@ -52,6 +53,9 @@ def score(cfg: DictConfig) -> tuple[Path, Path, Path, Path]:
     by_query: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in read_shard("transcripts", paths.transcripts(cell)).to_pylist():
         by_query[row["query_id"]].append(row)
+    # A cell taken from a larger one's episodes says so in every shard (pipeline/derive.py).
+    made = shard_metadata(paths.transcripts(cell)).get(DERIVED_FROM)
+    provenance = {DERIVED_FROM: made} if made else {}
     missing = [q.query_id for q in queries if q.query_id not in by_query]
     if missing:
         raise DataError(
@@ -70,12 +74,14 @@ def score(cfg: DictConfig) -> tuple[Path, Path, Path, Path]:
         steps += step_rows
         calls += call_rows
     out = paths.episodes(cell), paths.steps(cell), paths.calls(cell), paths.cells(cell)
-    write_shard(
-        "cells", to_table("cells", [cell_row(cfg, cell, digest)]), out[3], config_hash=digest
-    )
-    write_shard("calls", to_table("calls", calls), out[2], config_hash=digest)
-    write_shard("steps", to_table("steps", steps), out[1], config_hash=digest)
-    write_shard("episodes", to_table("episodes", episodes), out[0], config_hash=digest)
+    cells = to_table("cells", [cell_row(cfg, cell, digest)])
+    for table, data, path in zip(
+        ("cells", "calls", "steps", "episodes"),
+        (cells, to_table("calls", calls), to_table("steps", steps), to_table("episodes", episodes)),
+        out[::-1],
+        strict=True,
+    ):
+        write_shard(table, data, path, config_hash=digest, extra=provenance)
     return out
 
 

@@ -10,7 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.cells import Cell, Layout
 from pipeline.config import ROOT
+from pipeline.derive import DERIVED_FROM
+from pipeline.records import shard_metadata
 from pipeline.views import connect
 from tests.conftest import SLOTS, SNAKEMAKE, require_root
 
@@ -116,3 +119,53 @@ def test_sweep_with_a_query_count_axis_from_the_command_line(tmp_path):
         timeout=300,
     )
     assert "Nothing to be done" in rerun.stdout + rerun.stderr
+
+
+def _dag_cells(data: Path, *cells: Cell) -> str:
+    """Make the DAG bring these cells of the smoke grid (malt, level 1, 2 queries) up to
+    date; return Snakemake's console."""
+    axes = ["grid=smoke", "apps=[malt]", "agents=[oracle,null]", "levels=[1]", "queries=[2]"]
+    targets = [str(Layout(data).episodes(cell)) for cell in cells]
+    done = subprocess.run(
+        [SNAKEMAKE, "--cores", SLOTS, *targets, "--config", *axes, f"data_dir={data}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    return done.stderr
+
+
+def _log(data: Path, stage: str, part: str) -> str:
+    return (data / "logs" / stage / (part.replace("/", "_") + ".log")).read_text()
+
+
+def test_a_direct_run_then_the_dags_cells_redo_nothing(tmp_path):
+    """The DAG's oracle and null cells of 2 queries; a direct run of 4 oracle queries (the
+    queries shard grows); the oracle cell of 2's results removed; the DAG again: no query
+    generated, no episode played, the null cell left as it was and the oracle cell derived
+    from the direct run's (pipeline/derive.py), its rows those it had when played."""
+    oracle, null = (Cell("malt", "none", agent, 1, 0, 2) for agent in ("oracle", "null"))
+    _dag_cells(tmp_path, oracle, null)
+    played = connect(tmp_path).execute(f"SELECT {_NOT_TIMING} FROM episodes").fetchall()
+    kept = Layout(tmp_path).transcripts(null).read_bytes()
+    multirun(tmp_path, "app=malt", "agent=oracle", "level=1", "queries=4")
+    for table in ("transcripts", "episodes", "steps", "calls", "cells"):
+        getattr(Layout(tmp_path), table)(oracle).unlink()
+    console = _dag_cells(tmp_path, oracle, null)  # the generate job's count changed: 2 -> 4
+    assert "(Rule: generate)" in console
+    generated = _log(tmp_path, "generate", oracle.query_part)
+    assert "already holds 4 >= 4 queries" in generated and "wrote" not in generated
+    assert "transcripts up to date, none played" in _log(tmp_path, "run", null.part)
+    assert Layout(tmp_path).transcripts(null).read_bytes() == kept
+    taken = _log(tmp_path, "run", oracle.part)
+    assert f"run {oracle.part}" not in taken  # the episode bar of a played cell
+    assert f"taken from {oracle.part.replace('=2/', '=4/')}, none played" in taken
+    target = Layout(tmp_path).episodes(oracle)
+    assert shard_metadata(target)[DERIVED_FROM].endswith("/queries=4/variant=base")
+    again = connect(tmp_path).execute(f"SELECT {_NOT_TIMING} FROM episodes WHERE queries = 2")
+    assert len(played) == 4 and sorted(again.fetchall()) == sorted(played)
+
+
+_NOT_TIMING = "* EXCLUDE (latency_s, agent_s, tokens_per_s, code_version)"

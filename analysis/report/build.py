@@ -4,6 +4,8 @@
 <data>/report/figures/<name>.png  every plot, also as a file
 <data>/report/tables/<name>.csv   the tables behind the page
 <data>/report/episodes/…          a page per episode and a list per cell (episodes.py)
+<data>/report/.netgauge-report.json  what it wrote: the next report removes what it does
+                                   not write again, and nothing else (owned.py)
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from tqdm import tqdm
 from analysis.report import figures
 from analysis.report.data import ReportData, collect
 from analysis.report.episodes import write_episode_pages
+from analysis.report.owned import prune
 from analysis.report.page import render
 from pipeline.cells import data_root
 from pipeline.files import write_whole
@@ -95,9 +98,11 @@ def build_report(
     for name, plot in tqdm(plots.items(), desc="report figures", unit="fig", disable=not progress):
         files[name] = plot(out / "figures" / f"{name}.png")
     (out / "tables").mkdir(parents=True, exist_ok=True)
+    written = list(files.values())
     for name, table in _tables(data).items():
         if table is not None and not table.empty:  # type: ignore[attr-defined]
             table.to_csv(out / "tables" / f"{name}.csv", index=False)  # type: ignore[attr-defined]
+            written.append(out / "tables" / f"{name}.csv")
     # Every cell's episodes, the grid's and the others it lists (data.other_cells).
     started = time.perf_counter()
     pages = write_episode_pages(con, None, out)
@@ -119,5 +124,7 @@ def build_report(
     }
     index = out / "index.html"
     write_whole(index, render(data, files, meta))
-    log.info("wrote %s", index)
+    # What the last report here wrote and this one did not (an episode gone from the data).
+    removed = prune(out, [*written, *pages.files, index])
+    log.info("wrote %s; removed %d files of the last report it no longer has", index, len(removed))
     return index

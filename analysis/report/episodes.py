@@ -15,7 +15,7 @@ field is cut at `FIELD_LIMIT` characters with a visible note (the whole text sta
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
@@ -51,6 +51,7 @@ class Written:
     cells: int = 0
     episodes: int = 0
     bytes: int = 0
+    files: list[Path] = field(default_factory=list)  # every page, for the manifest (owned.py)
 
 
 _EPISODES = f"""
@@ -99,18 +100,25 @@ def write_episode_pages(
     for row in rows:
         groups.setdefault(tuple(row[k] for k in CELL_KEY), []).append(row)
     for key, episodes in groups.items():
-        written.bytes += _write_cell(con, where, key, episodes, root)
+        written.bytes += _write_cell(con, where, key, episodes, root, written.files)
         written.cells += 1
         written.episodes += len(episodes)
     index = cells_index(groups)
     (root / "index.html").write_text(index, encoding="utf-8")
+    written.files.append(root / "index.html")
     written.bytes += len(index)
     return written
 
 
 def _write_cell(
-    con: duckdb.DuckDBPyConnection, where: str, key: tuple, episodes: list[dict], root: Path
+    con: duckdb.DuckDBPyConnection,
+    where: str,
+    key: tuple,
+    episodes: list[dict],
+    root: Path,
+    paths: list[Path],
 ) -> int:
+    """Write one cell's pages; add their paths to `paths`; return their size."""
     params = dict(zip(CELL_KEY[:-1], key[:-1], strict=True))
     steps: dict[tuple, list[dict]] = {}
     cursor = con.execute(_STEPS.format(where=where), params)
@@ -143,6 +151,7 @@ def _write_cell(
         size += len(page)
     listing = cell_page(key, episodes, files)
     (folder / "index.html").write_text(listing, encoding="utf-8")
+    paths += [folder / name for name in files] + [folder / "index.html"]
     return size + len(listing)
 
 

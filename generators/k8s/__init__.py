@@ -35,6 +35,9 @@ APP = AppSpec(
     version=APP_VERSION,
     levels=(1, 2, 3, 4, 5, 6, 7, 8),  # faults.LEVELS (1-5), tiers.TIERS (6-8)
     tasks=("mitigate", "detect", "localize"),  # detect and localize: levels 6-8
+    # Query i depends on its index and the queries before it only (every cap is a share
+    # of the index): n queries are the first n of any more (tests/test_prefix_queries.py).
+    prefix_queries=True,
     benches=(
         BenchSpec("k8s", ".bench:run_all", default=True),
         BenchSpec("k8s_levels", ".bench:run_levels"),

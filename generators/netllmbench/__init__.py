@@ -32,6 +32,9 @@ APP = AppSpec(
     config=".config:NetLLMBenchConfig",
     version=APP_VERSION,
     levels=(1, 2, 3, 4, 5),  # 4 and 5: goals over an addressing plan (goals.py)
+    # Query i depends on its index and the queries before it only (every cap is a share
+    # of the index): n queries are the first n of any more (tests/test_prefix_queries.py).
+    prefix_queries=True,
     benches=(
         BenchSpec("emulators", ".bench:run_all", default=True),
         BenchSpec("netllmbench_levels", ".bench:run_levels"),

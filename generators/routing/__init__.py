@@ -30,6 +30,9 @@ APP = AppSpec(
     config=".config:RoutingConfig",
     version=APP_VERSION,
     levels=(1, 2, 3, 4, 5),  # 4 and 5: FRR (generators/routing/frr/)
+    # Query i depends on its index and the queries before it only (every cap is a share
+    # of the index): n queries are the first n of any more (tests/test_prefix_queries.py).
+    prefix_queries=True,
     benches=(
         BenchSpec("routing", ".bench:run_all", default=True),
         BenchSpec("routing_levels", ".bench_levels:run_levels"),

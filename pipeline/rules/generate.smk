@@ -9,7 +9,9 @@
 rule generate:
     """Generate the queries of one (app, app_variant, level, seed) and validate each one."""
     output:
-        NG.pattern("queries"),
+        # update: kept while the job runs, so a rerun (its count param changed after a direct
+        # run lengthened the shard) finds it long enough and generates nothing
+        update(NG.pattern("queries")),
     params:
         queries=NG.queries_param,
         sets=NG.app_sets,

@@ -8,7 +8,9 @@ rule run:
     input:
         queries=NG.queries_input,
     output:
-        NG.pattern("transcripts"),
+        # update: kept while the job runs, so a rerun the queries shard's new mtime caused
+        # finds them made with the cell's config and plays nothing (pipeline/runner.py)
+        update(NG.pattern("transcripts")),
     wildcard_constraints:
         model="none",
     params:
@@ -32,7 +34,7 @@ for _model in NG.llm_models:
             NG.model_shards("queries", _model),
             plan=NG.plan_path,
         output:
-            NG.model_shards("transcripts", _model),
+            update(NG.model_shards("transcripts", _model)),  # as the run rule's
         params:
             model=_model,
             plan=NG.plan.name,
