@@ -180,6 +180,9 @@ class IncidentsGenerator:
             },
             "app_version": APP_VERSION,
         }
+        if done is not None and done.traps:
+            # only where a trap was drawn: every other query's truth keeps its bytes
+            truth["traps"] = done.traps
         return Query(
             query_id(self.app_name, level, seed, index), self.app_name, level, seed, index,
             text, "causes" if task == "localize" else "state", drawn.operation, truth,
