@@ -4,7 +4,7 @@ A steerer (`ospf.max_metric`) keeps traffic off a router that does not forward
 (`dataplane.ip_forward_disabled` on the same router): the draw puts the shielded fault on
 the steerer's element, the oracle fixes it first, and validation reads from the single
 faults' states whether fixing the steerer first breaks a check that held. No lab here:
-the live proof plays both orders (faults/trapproof.py).
+the live proof plays both orders (trapproof.py).
 """
 
 from __future__ import annotations
@@ -109,6 +109,7 @@ def test_a_trap_is_proven_from_the_single_faults_states():
             "steerer": "ospf.max_metric",
             "shielded": "dataplane.ip_forward_disabled",
             "breaks": ["works:icmp:h1>h7"],
+            "broken": 1,
         }
     ]
     harmless = {**alone, "dataplane.ip_forward_disabled": frozenset({"works:icmp:h4>h1"})}

@@ -74,8 +74,8 @@ class Validated:
     totals: dict[str, int]  # checks per class (flows per protocol, large pairs)
     ticket: tickets.Ticket | None
     masking: list[list[str]] = field(default_factory=list)  # [masker, masked] proven
-    # order traps proven: {"steerer", "shielded", "breaks"} (the checks fixing the steerer
-    # first breaks); empty unless the tier draws traps
+    # order traps proven: {"steerer", "shielded", "breaks", "broken"} (the first checks
+    # fixing the steerer first breaks, and how many); empty unless the tier draws traps
     traps: list[dict[str, Any]] = field(default_factory=list)
     oracle_bytes: int = 0
     seconds: dict[str, float] = field(default_factory=dict)
@@ -309,7 +309,7 @@ def _traps(
     it alone (the other faults of the query in can break more there, rarely repair it):
     the trap is real when A alone violates a check that held with every fault in. Read
     from states validation already reads, so a trap costs no lab time; the live proof
-    (faults/trapproof.py) plays the wrong order itself and compares."""
+    (trapproof.py) plays the wrong order itself and compares."""
     traps = []
     for steerer in order:
         for shielded in order:
@@ -321,7 +321,10 @@ def _traps(
                     f"order trap: fixing {steerer.kind} before {shielded.kind} breaks no "
                     "check that held"
                 )
-            traps.append({"steerer": steerer.kind, "shielded": shielded.kind, "breaks": breaks[:8]})
+            traps.append(
+                {"steerer": steerer.kind, "shielded": shielded.kind, "breaks": breaks[:8],
+                 "broken": len(breaks)}
+            )  # fmt: skip
     return traps
 
 
