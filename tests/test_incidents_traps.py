@@ -120,3 +120,22 @@ def test_a_trap_is_proven_from_the_single_faults_states():
     )
     t.elements = frozenset({"router:r2"})  # another router: no trap, nothing to prove
     assert validating._traps((a, t), together, harmless) == []
+
+
+@pytest.mark.integration
+def test_a_drawn_trap_proves_live_and_its_wrong_order_breaks_what_held():
+    """ring-small-0 (5 routers): validation proves the trap (the oracle, the router's
+    forwarding first, breaks nothing), and fixing the stub router first, played live as a
+    step, breaks every check validation inferred from the single faults' states."""
+    from generators.incidents.trapproof import prove_traps
+    from generators.lab.frr.daemons import installed
+    from tests.conftest import require, require_emulator
+
+    require_emulator("mininet")
+    missing = installed()
+    require(missing is None, missing or "")
+    [row] = prove_traps("ring", "small", 0, 1)
+    assert row["order"] == ["dataplane.ip_forward_disabled", "ospf.max_metric"], row
+    [trap] = row["traps"]
+    assert trap["broken"] > 0 and row["wrong_order_broken"] >= trap["broken"]
+    assert row["inferred_within_played"], row
