@@ -139,3 +139,17 @@ def test_a_drawn_trap_proves_live_and_its_wrong_order_breaks_what_held():
     [trap] = row["traps"]
     assert trap["broken"] > 0 and row["wrong_order_broken"] >= trap["broken"]
     assert row["inferred_within_played"], row
+
+
+def test_a_tier_asking_for_a_trap_draws_only_on_labs_that_hold_one(monkeypatch):
+    """A minimum of one trap narrows the families (ring and mesh hold the stub router's
+    places) and skips variants without a path intent, as the intent-only minimum does."""
+    from generators.incidents import generator
+
+    eight = dataclasses.replace(TIERS[8], traps=(1, 1))
+    monkeypatch.setitem(generator.TIERS, 8, eight)
+    queries = list(IncidentsApp(IncidentsConfig()).generator().generate(8, 0, 24, live=False))
+    assert {q.ground_truth["lab"]["family"] for q in queries} == {"ring", "mesh"}
+    for q in queries:
+        faults = [catalogue.Fault.from_json(f) for f in q.ground_truth["faults"]]
+        assert any(shelters(t, a) for t in faults for a in faults), q.key

@@ -108,19 +108,41 @@ def tier_families(
     """The lab families a tier draws on: at a tier that asks for intent-only faults (L8),
     only families where an allowed kind loses no flow (on chain and ISP labs only the
     security policy's kinds do: every OSPF or BGP fault there costs a flow, no path or
-    VRRP intent can move; `app.faults` without them leaves those families out); all of
-    `families` when none has one, so the draw says why it fails. `sizes`: the lab sizes
+    VRRP intent can move; `app.faults` without them leaves those families out); at one
+    that asks for at least one order trap, only families where an allowed kind shields
+    another (ring and mesh today); all of `families` when none has one, so the draw says
+    why it fails. `sizes`: the lab sizes
     drawn (the tier's, or `app.size`): small chain labs hold no policy, hence no such kind."""
-    if tier.intent_only == 0:
+    if tier.intent_only == 0 and tier.traps[0] == 0:
         return families
     kept = tuple(
         f
         for f in families
-        if any(
-            intent_only(k) for size in sizes or (None,) for k in fault_kinds_of(f, allowed, size)
+        if (
+            tier.intent_only == 0
+            or any(
+                intent_only(k)
+                for size in sizes or (None,)
+                for k in fault_kinds_of(f, allowed, size)
+            )
         )
+        and (tier.traps[0] == 0 or _steers(f, allowed))
     )
     return kept or families
+
+
+def _steers(family: str, allowed: frozenset[str] | None) -> bool:
+    """Whether an allowed kind drawn on `family` shields another allowed one there (an
+    order trap can be drawn; faults/traps.py)."""
+    ids = {k.id for k in fault_kinds_of(family, allowed)}
+    return any(set(catalogue.kind(i).shields) & ids for i in ids)
+
+
+def holds_trap(spec: NetSpec, allowed: frozenset[str] | None) -> bool:
+    """Whether an allowed steerer and a kind it shields find a place together on the lab
+    (a ring variant without path intents holds no stub-router place)."""
+    rng = random.Random(f"incidents-trap:{spec.name}")
+    return bool(_trap_pair(spec, fault_kinds(spec, allowed), Taken(), rng, 2, 4))
 
 
 def holds_intent_only(spec: NetSpec, allowed: frozenset[str] | None) -> bool:
