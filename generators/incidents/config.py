@@ -42,6 +42,10 @@ class Tier:
     # where a ticket can be distant. The reference player's misses at level 8 were the
     # hidden end of a pair and coverage under the turn budget.
     pairs: tuple[int, int] = (0, 1)
+    # [min, max] order traps a mitigate or localize query draws (faults/traps.py: a fault
+    # keeping traffic off an element another breaks unseen by the protocols; fixing the
+    # first one first breaks what held): 0 at every level until a measurement asks for them
+    traps: tuple[int, int] = (0, 0)
 
 
 TIERS = {

@@ -17,6 +17,9 @@ of faults:
     any lab work (it could never be composed); a tier asking for at least one pair
     (`pairs`, level 8) always draws one, and up to its maximum further pairs of other
     kinds while the query's count leaves room for them and the intent-only faults owed;
+  - where the tier asks for order traps (`traps`, 0 at every level for now, so no draw
+    changes), a kind that declares `shields`, then one it shields, drawn on its element
+    (faults/traps.py: fixing the first one first moves traffic onto the second's element);
   - at level 8, at least one intent-only kind (it loses no flow: the verdict's intent or
     closed checks see it);
   - a detect query draws the tier's `detect_faults` instead, never composed (it shows no
@@ -42,6 +45,7 @@ from generators.incidents.config import Tier
 from generators.incidents.faults import kinds as catalogue
 from generators.incidents.faults.kinds import Fault, FaultKind, Taken
 from generators.incidents.faults.masking import draw_masked
+from generators.incidents.faults.traps import draw_trap
 from generators.incidents.variety import stratum
 from generators.netlab.spec import NetSpec
 from pipeline.api import query_key, weighted_choice
@@ -104,19 +108,41 @@ def tier_families(
     """The lab families a tier draws on: at a tier that asks for intent-only faults (L8),
     only families where an allowed kind loses no flow (on chain and ISP labs only the
     security policy's kinds do: every OSPF or BGP fault there costs a flow, no path or
-    VRRP intent can move; `app.faults` without them leaves those families out); all of
-    `families` when none has one, so the draw says why it fails. `sizes`: the lab sizes
+    VRRP intent can move; `app.faults` without them leaves those families out); at one
+    that asks for at least one order trap, only families where an allowed kind shields
+    another (ring and mesh today); all of `families` when none has one, so the draw says
+    why it fails. `sizes`: the lab sizes
     drawn (the tier's, or `app.size`): small chain labs hold no policy, hence no such kind."""
-    if tier.intent_only == 0:
+    if tier.intent_only == 0 and tier.traps[0] == 0:
         return families
     kept = tuple(
         f
         for f in families
-        if any(
-            intent_only(k) for size in sizes or (None,) for k in fault_kinds_of(f, allowed, size)
+        if (
+            tier.intent_only == 0
+            or any(
+                intent_only(k)
+                for size in sizes or (None,)
+                for k in fault_kinds_of(f, allowed, size)
+            )
         )
+        and (tier.traps[0] == 0 or _steers(f, allowed))
     )
     return kept or families
+
+
+def _steers(family: str, allowed: frozenset[str] | None) -> bool:
+    """Whether an allowed kind drawn on `family` shields another allowed one there (an
+    order trap can be drawn; faults/traps.py)."""
+    ids = {k.id for k in fault_kinds_of(family, allowed)}
+    return any(set(catalogue.kind(i).shields) & ids for i in ids)
+
+
+def holds_trap(spec: NetSpec, allowed: frozenset[str] | None) -> bool:
+    """Whether an allowed steerer and a kind it shields find a place together on the lab
+    (a ring variant without path intents holds no stub-router place)."""
+    rng = random.Random(f"incidents-trap:{spec.name}")
+    return bool(_trap_pair(spec, fault_kinds(spec, allowed), Taken(), rng, 2, 4))
 
 
 def holds_intent_only(spec: NetSpec, allowed: frozenset[str] | None) -> bool:
@@ -204,6 +230,16 @@ def draw(
             room = count - len(faults) - max(0, silent - _silent(faults))
             left = [k for k in pool if k.id not in taken.kinds]
             faults += _masking_pair(spec, left, taken, rng, room, False, tries)
+    if tier.traps[1] and not detect:
+        # only where a tier asks: with traps (0, 0) the stream is not drawn from at all
+        wanted, drawn = rng.randint(*tier.traps), 0
+        for _ in range(wanted):
+            left = [k for k in pool if k.id not in taken.kinds]
+            pair = _trap_pair(spec, left, taken, rng, count - len(faults), PAIR_TRIES)
+            faults += pair
+            drawn += bool(pair)
+        if drawn < tier.traps[0]:
+            return f"{spec.name}: room for {drawn} of {tier.traps[0]} order traps"
     for _ in range(KIND_TRIES):
         if len(faults) >= count:
             break
@@ -271,6 +307,32 @@ def _masking_pair(
         # on the masker's element, at its other end (masking.py): a plain draw put it on
         # another link or session, where nothing masks it and no pair was ever proven
         second = draw_masked(rng, spec, first, masked, taken)
+        if second is None:
+            continue
+        taken.add(first)
+        taken.add(second)
+        return [first, second]
+    return []
+
+
+def _trap_pair(
+    spec: NetSpec, pool: list[FaultKind], taken: Taken, rng: random.Random, count: int,
+    tries: int,
+) -> list[Fault]:  # fmt: skip
+    """A steerer and a fault it shields on its element (faults/traps.py), when the pool
+    holds such kinds, the query's count leaves room for two, and both find a place; []
+    otherwise. `tries`: steerers drawn before giving up."""
+    ids = {k.id for k in pool}
+    steerers = [k for k in pool if set(k.shields) & ids]
+    if count < 2 or not steerers:
+        return []
+    for _ in range(tries):
+        steerer = rng.choice(steerers)
+        first = steerer.draw(rng, spec, taken)
+        if first is None:
+            continue
+        shielded = catalogue.kind(rng.choice(sorted(set(steerer.shields) & ids)))
+        second = draw_trap(rng, spec, first, shielded, taken)
         if second is None:
             continue
         taken.add(first)

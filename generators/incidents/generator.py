@@ -25,7 +25,7 @@ from typing import Any
 
 from generators.incidents import APP_VERSION
 from generators.incidents.config import TIERS, IncidentsConfig, Tier, selected
-from generators.incidents.draw import Drawn, draw, holds_intent_only, tier_families
+from generators.incidents.draw import Drawn, draw, holds_intent_only, holds_trap, tier_families
 from generators.incidents.labs import LabPool
 from generators.incidents.prompt import prompt, status
 from generators.incidents.specs import lab_json, spec
@@ -116,16 +116,22 @@ class IncidentsGenerator:
 
     @staticmethod
     def _lab(tier: Tier, pairs: list[tuple[str, str]], index: int, allowed: Any) -> NetSpec:
-        """Query `index`'s lab; at a tier that asks an intent-only fault, the next variant of
-        its (family, size) that can hold one when its own cannot (netlab variants differ in
-        areas and protocols, and some hold no path intent)."""
+        """Query `index`'s lab; at a tier that asks an intent-only fault (or an order trap),
+        the next variant of its (family, size) that can hold one when its own cannot
+        (netlab variants differ in areas and protocols, and some hold no path intent)."""
         family, size, variant = lab_of(pairs, index)
         lab = spec(family, size, variant)
-        if tier.intent_only == 0 or holds_intent_only(lab, allowed):
+
+        def holds(one: NetSpec) -> bool:
+            return (tier.intent_only == 0 or holds_intent_only(one, allowed)) and (
+                tier.traps[0] == 0 or holds_trap(one, allowed)
+            )
+
+        if holds(lab):
             return lab
         for step in range(1, VARIANTS):
             other = spec(family, size, (variant + step) % VARIANTS)
-            if holds_intent_only(other, allowed):
+            if holds(other):
                 return other
         return lab
 
@@ -180,6 +186,9 @@ class IncidentsGenerator:
             },
             "app_version": APP_VERSION,
         }
+        if done is not None and done.traps:
+            # only where a trap was drawn: every other query's truth keeps its bytes
+            truth["traps"] = done.traps
         return Query(
             query_id(self.app_name, level, seed, index), self.app_name, level, seed, index,
             text, "causes" if task == "localize" else "state", drawn.operation, truth,

@@ -18,12 +18,16 @@ extended to the catalogue, on the lab restored to healthy:
      detect query shows no ticket and asks no fix): a masking pair is proven (B
      alone shows nothing A alone does not, and after A's fix, with B still in, B's
      signature shows) or the ticket is a distant symptom (DISTANT hops from every cause);
-  4. the oracle's fixes, maskers first, through the agent's sandbox: each runs cleanly,
+  4. the oracle's fixes, maskers first, and a shielded fault before the one keeping traffic
+     off it (an order trap), through the agent's sandbox: each runs cleanly,
      no step breaks a check that held before it, and the network ends meeting the intent
      over the final window;
+  4b. each order trap drawn (faults/traps.py) is real: the shielded fault alone violates a
+     check that held with every fault in (so fixing its steerer first breaks it), read
+     from the single faults' states; a trap that is not rejects the draw.
   5. the oracle's episode (mitigate: its fixes; detect, localize: the evidence commands and
      the answer) fits in half of the turn and read budgets.
-They run in the order 2, the ticket, 4, 1, 3, 5: a level 7-8 draw whose faults hold no
+They run in the order 2, the ticket, 4, 1, 3, 4b, 5: a level 7-8 draw whose faults hold no
 kind that masks another and whose ticket is near every cause cannot be composed, and is
 rejected right after 2, before the oracle and the single faults (two final windows each),
 the costly part of a draw; the masking pairs are then read from the states the oracle
@@ -49,6 +53,7 @@ from generators.incidents.config import Tier
 from generators.incidents.draw import Drawn
 from generators.incidents.faults import kinds as catalogue
 from generators.incidents.faults.kinds import Fault
+from generators.incidents.faults.traps import shelters
 from generators.incidents.labs import InjectionFailed, LabPool, LiveLab
 from generators.incidents.prompt import shown, status
 from generators.incidents.reading import EvidenceUnfit, matches
@@ -69,6 +74,9 @@ class Validated:
     totals: dict[str, int]  # checks per class (flows per protocol, large pairs)
     ticket: tickets.Ticket | None
     masking: list[list[str]] = field(default_factory=list)  # [masker, masked] proven
+    # order traps proven: {"steerer", "shielded", "breaks", "broken"} (the first checks
+    # fixing the steerer first breaks, and how many); empty unless the tier draws traps
+    traps: list[dict[str, Any]] = field(default_factory=list)
     oracle_bytes: int = 0
     seconds: dict[str, float] = field(default_factory=dict)
 
@@ -96,12 +104,14 @@ def _refusal(result: Any, machine: str, command: str) -> str | None:
 
 
 def _order(faults: tuple[Fault, ...]) -> tuple[Fault, ...]:
-    """Maskers before the kinds they mask, otherwise as drawn."""
+    """Maskers before the kinds they mask, a shielded fault before the one keeping traffic
+    off it (an order trap: make before break), otherwise as drawn."""
     masks = {f.kind: set(catalogue.kind(f.kind).masks) for f in faults}
     out = list(faults)
     for f in faults:
         for g in faults:
-            if g.kind in masks[f.kind] and out.index(g) < out.index(f):
+            first = g.kind in masks[f.kind] or shelters(g, f)
+            if first and out.index(g) < out.index(f):
                 out.remove(f)
                 out.insert(out.index(g), f)
     return tuple(out)
@@ -175,8 +185,9 @@ def _validate(
         return end
     tick = time.perf_counter()
     signatures = {drawn.faults[0].kind: together.behavioural()}
+    alone: dict[str, frozenset[str]] = {}
     if len(drawn.faults) > 1:
-        singles = _singles(session, sandbox, drawn.faults)
+        singles = _singles(session, sandbox, drawn.faults, alone)
         if isinstance(singles, str):
             return singles
         signatures = singles
@@ -187,6 +198,9 @@ def _validate(
         return (
             f"composition: no masking pair proven ({why}) and the ticket is {far} hops from a cause"
         )
+    traps = _traps(order, together, alone)
+    if isinstance(traps, str):
+        return traps
     if drawn.task != "mitigate":
         answer: dict[str, Any] = {"healthy": False}
         if drawn.task == "localize":
@@ -198,7 +212,7 @@ def _validate(
         return f"the oracle reads {spent} bytes, over half of {read_bytes}"
     symptoms = by_class(together.violations)
     text = status(together.violations, every, tier.symptoms, REPORTED)
-    return Validated(order, replies, symptoms, text, every, ticket, masking, spent, clock)
+    return Validated(order, replies, symptoms, text, every, ticket, masking, traps, spent, clock)
 
 
 def _few(state: State) -> str:
@@ -221,10 +235,12 @@ def _evidence_replies(lab: LiveLab, faults: tuple[Fault, ...]) -> tuple[list[dic
 
 
 def _singles(
-    session: Session, sandbox: CommandSandbox, faults: tuple[Fault, ...]
-) -> dict[str, frozenset[str]] | str:
+    session: Session, sandbox: CommandSandbox, faults: tuple[Fault, ...],
+    alone_seen: dict[str, frozenset[str]] | None = None,
+) -> dict[str, frozenset[str]] | str:  # fmt: skip
     """Each fault alone, on the healthy lab: observable, its evidence shows, its own fix
-    restores the intent in full; its signature (the behavioural checks it breaks)."""
+    restores the intent in full; its signature (the behavioural checks it breaks), and
+    into `alone_seen` every violation it alone shows (for `_traps`)."""
     signatures = {}
     for fault in faults:
         session.inject([fault])
@@ -234,6 +250,8 @@ def _singles(
         if not all(matches(session.lab, e) for e in fault.evidence):
             return f"{fault.kind} alone: its evidence does not show it"
         signatures[fault.kind] = alone.behavioural()
+        if alone_seen is not None:
+            alone_seen[fault.kind] = alone.violations
         for machine, command in fault.fix:
             why = _fix(sandbox, machine, command)
             if why:
@@ -281,6 +299,33 @@ def _masking(
             ):
                 masking.append([fault.kind, later.kind])
     return masking
+
+
+def _traps(
+    order: tuple[Fault, ...], together: State, alone: Mapping[str, frozenset[str]]
+) -> list[dict[str, Any]] | str:
+    """The order traps of `order`, proven, or why one is not. Fixing the steerer first
+    leaves the shielded fault on its element without its shield: what `_singles` read with
+    it alone (the other faults of the query in can break more there, rarely repair it):
+    the trap is real when A alone violates a check that held with every fault in. Read
+    from states validation already reads, so a trap costs no lab time; the live proof
+    (trapproof.py) plays the wrong order itself and compares."""
+    traps = []
+    for steerer in order:
+        for shielded in order:
+            if not shelters(steerer, shielded):
+                continue
+            breaks = sorted(alone.get(shielded.kind, frozenset()) - together.violations)
+            if not breaks:
+                return (
+                    f"order trap: fixing {steerer.kind} before {shielded.kind} breaks no "
+                    "check that held"
+                )
+            traps.append(
+                {"steerer": steerer.kind, "shielded": shielded.kind, "breaks": breaks[:8],
+                 "broken": len(breaks)}
+            )  # fmt: skip
+    return traps
 
 
 def _unproven(

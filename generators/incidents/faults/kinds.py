@@ -210,6 +210,9 @@ class FaultKind:
     # kinds that vary one mistake (the security policy's four): together they weigh as one
     # kind in a draw, so one check does not answer most of a tier; "": a group of its own
     group: str = ""
+    # kinds whose fault it keeps traffic off when drawn on the same element (an order trap,
+    # faults/traps.py): fixing this one first moves live traffic onto the broken element
+    shields: tuple[str, ...] = ()
 
     def drawn_on(self, family: str, size: str | None = None) -> bool:
         """Whether it can be drawn on a lab of `family` (and `size`, when given)."""
@@ -248,13 +251,14 @@ def define(
     benign: bool = False,
     sizes: Iterable[str] | None = None,
     group: str = "",
+    shields: Iterable[str] = (),
 ) -> FaultKind:
     """Register the kind `<family>.<name>`: how every family module declares its kinds."""
     return register(
         FaultKind(
             f"{family}.{name}", family, meaning, component, frozenset(topologies),
             frozenset(checks), draw, tuple(masks), benign,
-            frozenset(sizes) if sizes is not None else None, group,
+            frozenset(sizes) if sizes is not None else None, group, tuple(shields),
         )
     )  # fmt: skip
 

@@ -10,7 +10,8 @@ flows) show, computed from the spec's own costs so that each draw breaks what it
                               link (component: that interface)
   ospf.max_metric             a transit router advertises itself as a stub router (`max-metric
                               router-lsa administrative`): the hop before it on a path intent
-                              goes round it (component `ospf`)
+                              goes round it (component `ospf`); it shields a router that does
+                              not forward (an order trap, traps.py)
 
 `first_hops` is OSPF's SPF towards one router with per-end costs (a link's cost is each
 end's own, for what leaves through it), so a draw knows which next hop changes.
@@ -194,8 +195,10 @@ def max_metric(rng: random.Random, spec: NetSpec, taken: Taken) -> Fault | None:
     )
 
 
-def _kind(name: str, meaning: str, draw, topologies, checks, component: str) -> FaultKind:
-    return define("ospf", name, meaning, component, draw, topologies=topologies, checks=checks)
+def _kind(name: str, meaning: str, draw, topologies, checks, component: str, **kw) -> FaultKind:
+    return define(
+        "ospf", name, meaning, component, draw, topologies=topologies, checks=checks, **kw
+    )
 
 
 _kind(
@@ -221,4 +224,7 @@ _kind(
     ("ring", "mesh"),
     ("intent",),
     "ospf",
+    # the router it keeps traffic off may not forward (faults/traps.py): no protocol sees
+    # that, and fixing the stub router first sends the path intent's traffic into it
+    shields=("dataplane.ip_forward_disabled",),
 )
