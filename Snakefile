@@ -7,10 +7,11 @@
 # Stages: plan -> generate -> run -> score -> summarize -> report (one .smk each).
 
 from pipeline.dag import ANALYSIS_CMD, WILDCARDS, STAGE_CMD, Workflow
-from pipeline.slurm_executor import patch_status_query
+from pipeline.slurm_executor import cap_status_interval, patch_status_query
 
 NG = Workflow.from_config(config, main=workflow.is_main_process)
 patch_status_query()  # under --executor slurm: a job cancelled by scancel ends the wait
+cap_status_interval()  # ... and, on a local cluster, status checks stay 2 s apart
 
 wildcard_constraints:
     **WILDCARDS,

@@ -1,5 +1,6 @@
 """The cluster path without a cluster: the local cluster's configs, the accounting reader,
-the executor fix for cancelled jobs, and the plan the jobs of a cluster run reuse.
+the executor fix for cancelled jobs and its status-check wait on a local cluster, and the
+plan the jobs of a cluster run reuse.
 (tests/test_slurm.py runs a real cluster.)"""
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pipeline.cluster.layout import (
     write_files,
 )
 from pipeline.dag import PlanCache, Workflow
+from pipeline.errors import ConfigError
 from pipeline.plan import load_plan
 
 PORTS = Ports(6001, 6002, 6003, {"ng1": 6011, "ng2": 6012})
@@ -65,7 +67,11 @@ def test_files_are_written_with_the_modes_munge_and_slurmdbd_demand(tmp_path: Pa
 def test_client_env_puts_the_wrappers_first(tmp_path: Path) -> None:
     layout = Layout(tmp_path)
     env = layout.client_env({"PATH": "/usr/bin"})
-    assert env == {"PATH": f"{layout.bin}:/usr/bin", "SLURM_CONF": str(layout.slurm_conf)}
+    assert env == {
+        "PATH": f"{layout.bin}:/usr/bin",
+        "SLURM_CONF": str(layout.slurm_conf),
+        slurm_executor.POLL_MAX_ENV: "2",
+    }
 
 
 def test_state_dirs_are_per_checkout_and_fit_a_socket_path() -> None:
@@ -97,6 +103,49 @@ def test_cancelled_jobs_read_as_cancelled(monkeypatch: pytest.MonkeyPatch) -> No
     assert statuses == {"1": "CANCELLED", "2": "COMPLETED", "3": "FAILED"}
     monkeypatch.delitem(sys.modules, slurm_executor.PLUGIN)
     assert not slurm_executor.patch_status_query()
+
+
+class _Remote:
+    """The interval property as snakemake_interface_executor_plugins' RemoteExecutor has it."""
+
+    def __init__(self) -> None:
+        self._next: float | None = None
+
+    @property
+    def next_seconds_between_status_checks(self) -> float | None:
+        return self._next
+
+    @next_seconds_between_status_checks.setter
+    def next_seconds_between_status_checks(self, value: float | None) -> None:
+        self._next = value
+
+
+def test_a_local_clusters_status_checks_stay_within_its_cap(monkeypatch) -> None:
+    """The plugin adds 10 s to its wait after each check that saw no job end; a client of
+    the local cluster (its environment names the cap) waits 2 s at most."""
+    fake = types.ModuleType(slurm_executor.PLUGIN)
+    fake.Executor = type("Executor", (_Remote,), {})  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, slurm_executor.PLUGIN, fake)
+    monkeypatch.delenv(slurm_executor.POLL_MAX_ENV, raising=False)
+    assert not slurm_executor.cap_status_interval()  # a real site's client: unchanged
+    executor = fake.Executor()
+    executor.next_seconds_between_status_checks = 42
+    assert executor.next_seconds_between_status_checks == 42
+    env = Layout(Path("/var/lib/netgauge/slurm/t")).client_env({"PATH": "/bin"})
+    monkeypatch.setenv(slurm_executor.POLL_MAX_ENV, env[slurm_executor.POLL_MAX_ENV])
+    assert slurm_executor.cap_status_interval() and slurm_executor.cap_status_interval()
+    for asked, kept in ((12, 2.0), (1, 1), (180, 2.0), (None, None)):
+        executor.next_seconds_between_status_checks = asked
+        assert executor.next_seconds_between_status_checks == kept
+    assert _Remote().next_seconds_between_status_checks is None  # the base class untouched
+    monkeypatch.setenv(slurm_executor.POLL_MAX_ENV, "5")  # a new cap replaces the old one
+    assert slurm_executor.cap_status_interval()
+    executor.next_seconds_between_status_checks = 12
+    assert executor.next_seconds_between_status_checks == 5
+    for bad in ("0", "-1", "soon", "181"):
+        monkeypatch.setenv(slurm_executor.POLL_MAX_ENV, bad)
+        with pytest.raises(ConfigError, match="NETGAUGE_SLURM_POLL_MAX_S"):
+            slurm_executor.cap_status_interval()
 
 
 @pytest.mark.slow

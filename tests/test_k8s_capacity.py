@@ -67,7 +67,9 @@ def test_level1_capacity_is_exact_and_large(counter):
     # Query i of a seed has fault kind i mod 5 (shifted by the seed): the scarcest decides.
     assert cap.per_seed <= 5 * min(cap.per_seed_by_operation.values()) + 4
     for level in (2, 3):
-        more = counter.level(level)
+        # As the app reports it (its in-process memo: the contract suite's count of the same
+        # level, ~15 s for these two, is reused; alone, this counts them).
+        more = cached_capacity(level, counter, None)
         assert not more.exact and more.per_seed > 10 * cap.per_seed
 
 

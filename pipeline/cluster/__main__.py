@@ -18,14 +18,16 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pipeline.cluster import daemons, keeper
-from pipeline.cluster.layout import DEFAULT_STATE_DIR, Layout, Spec
+from pipeline.cluster.layout import DEFAULT_STATE_DIR, POLL_MAX_S, Layout, Spec
 from pipeline.errors import EnvironmentFailure
+from pipeline.slurm_executor import POLL_MAX_ENV
 
 
 def _env_lines(layout: Layout) -> str:
     return (
         f"export SLURM_CONF={shlex.quote(str(layout.slurm_conf))}\n"
         f'export PATH={shlex.quote(str(layout.bin))}:"$PATH"\n'
+        f"export {POLL_MAX_ENV}={POLL_MAX_S}\n"
     )
 
 

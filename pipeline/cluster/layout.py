@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipeline.config import ROOT
+from pipeline.slurm_executor import POLL_MAX_ENV
 
 STATE_ROOT = Path("/var/lib/netgauge/slurm")
 DEFAULT_STATE_DIR = STATE_ROOT / "local"
@@ -52,6 +53,9 @@ CLIENT_TOOLS = (
 # What a local cluster wants from the executor: its first status check after 2 s, not 40
 # (every level of the DAG waits for one; sacct answers in milliseconds here).
 SNAKEMAKE_FLAGS = ("--slurm-init-seconds-before-status-checks", "2")
+# ... and every later one within 2 s, not after a wait the executor grows by 10 s per check
+# that saw no job end (pipeline/slurm_executor.py): every client of the cluster gets it.
+POLL_MAX_S = "2"
 _SOCKET_PATH_MAX = 107  # sun_path holds 108 bytes with the terminating NUL
 
 
@@ -116,6 +120,7 @@ class Layout:
         env = dict(os.environ if base is None else base)
         env["SLURM_CONF"] = str(self.slurm_conf)
         env["PATH"] = f"{self.bin}:{env.get('PATH', '/usr/bin:/bin')}"
+        env[POLL_MAX_ENV] = POLL_MAX_S
         return env
 
     def wipe(self) -> None:

