@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from generators.incidents import tickets
@@ -292,27 +292,12 @@ def _masking_pair(
     is none where a ticket can be distant; always one where it cannot (`distant` False).
     `tries`: maskers drawn before giving up (more than one where a tier always asks for
     a pair)."""
-    ids = {k.id for k in pool}
-    maskers = [k for k in pool if set(k.masks) & ids]
-    if count < 2 or not maskers:
-        return []
-    if rng.random() < 0.5 and distant:
-        return []
-    for _ in range(tries):
-        masker = rng.choice(maskers)
-        first = masker.draw(rng, spec, taken)
-        if first is None:
-            continue
-        masked = catalogue.kind(rng.choice(sorted(set(masker.masks) & ids)))
-        # on the masker's element, at its other end (masking.py): a plain draw put it on
-        # another link or session, where nothing masks it and no pair was ever proven
-        second = draw_masked(rng, spec, first, masked, taken)
-        if second is None:
-            continue
-        taken.add(first)
-        taken.add(second)
-        return [first, second]
-    return []
+    # on the masker's element, at its other end (masking.py): a plain draw put it on
+    # another link or session, where nothing masks it and no pair was ever proven
+    return _pair_on_element(
+        spec, pool, taken, rng, count, tries, lambda k: k.masks, draw_masked,
+        skip=lambda: rng.random() < 0.5 and distant,
+    )  # fmt: skip
 
 
 def _trap_pair(
@@ -322,17 +307,31 @@ def _trap_pair(
     """A steerer and a fault it shields on its element (faults/traps.py), when the pool
     holds such kinds, the query's count leaves room for two, and both find a place; []
     otherwise. `tries`: steerers drawn before giving up."""
+    return _pair_on_element(spec, pool, taken, rng, count, tries, lambda k: k.shields, draw_trap)
+
+
+def _pair_on_element(
+    spec: NetSpec, pool: list[FaultKind], taken: Taken, rng: random.Random, count: int,
+    tries: int, related: Callable[[FaultKind], Iterable[str]],
+    draw_second: Callable[[random.Random, NetSpec, Fault, FaultKind, Taken], Fault | None],
+    skip: Callable[[], bool] = lambda: False,
+) -> list[Fault]:  # fmt: skip
+    """A fault of a pool kind with a `related` kind in the pool, then one of that related
+    kind drawn on its element (`draw_second`), both added to `taken`; [] when the count
+    leaves no room for two, no kind has a relative, `skip()` says so (drawn after those
+    checks, so the stream is what each caller drew before), or `tries` first faults found
+    no second. Masking pairs and order traps are both drawn so."""
     ids = {k.id for k in pool}
-    steerers = [k for k in pool if set(k.shields) & ids]
-    if count < 2 or not steerers:
+    firsts = [k for k in pool if set(related(k)) & ids]
+    if count < 2 or not firsts or skip():
         return []
     for _ in range(tries):
-        steerer = rng.choice(steerers)
-        first = steerer.draw(rng, spec, taken)
+        kind = rng.choice(firsts)
+        first = kind.draw(rng, spec, taken)
         if first is None:
             continue
-        shielded = catalogue.kind(rng.choice(sorted(set(steerer.shields) & ids)))
-        second = draw_trap(rng, spec, first, shielded, taken)
+        other = catalogue.kind(rng.choice(sorted(set(related(kind)) & ids)))
+        second = draw_second(rng, spec, first, other, taken)
         if second is None:
             continue
         taken.add(first)

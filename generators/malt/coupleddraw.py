@@ -143,21 +143,8 @@ class CoupledDrawer:
         watts = _increasing(rng, self.speeds([switch, *takers]), WATTS)
         moved = [self.read.speed(p) for p in self.read.ports(switch)]
         per = table(watts)
-        # Limits drawn until a greedy plan is not obviously optimal (coupledgreedy.promising):
-        # cheap, and it keeps the draws the exact filter then rejects from crowding the keys.
-        for _ in range(LIMIT_TRIES):
-            most, top = self.limits(rng, takers, watts, len(moved), sum(per[s] for s in moved))
-            spec = {
-                "op": "drain_power_binpack",
-                "block": block,
-                "switch": switch,
-                "max_ports": most,
-                "max_watts": top,
-                "watts": watts,
-            }
-            if promising(task_of(spec, self.ix)):
-                return spec
-        raise Redraw("every limit drawn leaves a greedy plan optimal")
+        head = {"op": "drain_power_binpack", "block": block, "switch": switch}
+        return self.limited(rng, head, takers, watts, len(moved), sum(per[s] for s in moved))
 
     def catalogue(self, rng: random.Random, above: int, kinds: int) -> list:
         """[[speed, cost], ...]: `kinds` optics faster than `above`, costs increasing."""
@@ -208,17 +195,20 @@ class CoupledDrawer:
         watts = _increasing(rng, self.speeds(group) | set(speeds), WATTS)
         per = table(watts)
         count, power = sum(c for _, c in mix), sum(per[s] * c for s, c in mix)
+        head = {"op": "place_power_binpack", "block": block, "stage": stage, "ports": mix}
+        return self.limited(rng, head, group, watts, count, power)
+
+    def limited(
+        self, rng: random.Random, head: dict[str, Any], takers: Sequence[str], watts: list,
+        count: int, power: int,
+    ) -> dict[str, Any]:  # fmt: skip
+        """`head` with port and power limits for `count` ports of `power` watts on
+        `takers`, drawn until a greedy plan is not obviously optimal
+        (coupledgreedy.promising): cheap, and it keeps the draws the exact filter then
+        rejects from crowding the keys."""
         for _ in range(LIMIT_TRIES):
-            most, top = self.limits(rng, group, watts, count, power)
-            spec = {
-                "op": "place_power_binpack",
-                "block": block,
-                "stage": stage,
-                "ports": mix,
-                "max_ports": most,
-                "max_watts": top,
-                "watts": watts,
-            }
+            most, top = self.limits(rng, takers, watts, count, power)
+            spec = {**head, "max_ports": most, "max_watts": top, "watts": watts}
             if promising(task_of(spec, self.ix)):
                 return spec
         raise Redraw("every limit drawn leaves a greedy plan optimal")
