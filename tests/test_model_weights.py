@@ -32,7 +32,6 @@ def test_converted_weights_are_shared_by_data_directories_that_share_a_cache(
 
     monkeypatch.setattr(models, "locate_gguf", lambda package, filename, venv=None: gguf)
     monkeypatch.setattr(models, "convert_gguf", convert)
-    assert models.SHARED_CACHE_ENV == CACHE_DIR_ENV
     monkeypatch.delenv(CACHE_DIR_ENV, raising=False)
     one = models.ensure_model(tmp_path / "d1", weights_dir="w")
     assert one == tmp_path / "d1" / "models" / "w"

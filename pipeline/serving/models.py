@@ -21,6 +21,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from pipeline.cells import CACHE_DIR_ENV
 from pipeline.config import ROOT
 from pipeline.errors import ConfigError, DataError, EnvironmentFailure, NetGaugeError
 
@@ -33,8 +34,6 @@ GPU_VENV = ROOT / ".venv-vllm-gpu"  # GPU vLLM (kind: vllm), installed where a G
 # Set by tests or a machine with an engine venv elsewhere.
 VENV_ENV_VAR = "NETGAUGE_VLLM_VENV"
 GPU_VENV_ENV_VAR = "NETGAUGE_VLLM_GPU_VENV"
-# A cache shared by data directories: the variable pipeline/cells.py (CACHE_DIR_ENV) reads.
-SHARED_CACHE_ENV = "NETGAUGE_CACHE_DIR"
 
 # Keeps transformers and vLLM from reaching for the network; an absent file is an error.
 OFFLINE_ENV = {
@@ -203,7 +202,7 @@ def ensure_model(
 
     The folder appears only by rename, so one that exists is complete and is reused.
     """
-    shared = os.environ.get(SHARED_CACHE_ENV)
+    shared = os.environ.get(CACHE_DIR_ENV)
     if not shared:
         dest = Path(data_dir) / "models" / weights_dir
         if (dest / "config.json").is_file():
