@@ -28,11 +28,7 @@ def draw_masked(
     `taken` holds besides; None when the lab offers none (pure: same rng, same fault)."""
     if inner.id not in kind(outer.kind).masks:
         return None
-    # Steer the draw onto the outer fault's element: every other element of the same
-    # sorts (other links, sessions, prefixes, ...) counts as taken.
-    sorts = {e.split(":")[0] for e in outer.elements}
-    elsewhere = {e for e in universe(spec) if e.split(":")[0] in sorts} - outer.elements
-    blocked = Taken(elements=(elsewhere | set(taken.elements if taken else ())) - outer.elements)
+    blocked = onto(spec, outer, taken)
     for _ in range(TRIES):
         fault = inner.draw(rng, spec, blocked)
         if fault is None:
@@ -40,3 +36,12 @@ def draw_masked(
         if fault.elements & outer.elements and fault.cause.device != outer.cause.device:
             return fault
     return None
+
+
+def onto(spec: NetSpec, first: Fault, taken: Taken | None) -> Taken:
+    """What a second draw must keep out of to land on `first`'s element: every other
+    element of the same sorts (other links, sessions, prefixes, ...) and what `taken`
+    holds besides `first`'s elements. Masking pairs and order traps (traps.py) draw so."""
+    sorts = {e.split(":")[0] for e in first.elements}
+    elsewhere = {e for e in universe(spec) if e.split(":")[0] in sorts}
+    return Taken(elements=(elsewhere | set(taken.elements if taken else ())) - first.elements)

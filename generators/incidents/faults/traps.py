@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import random
 
-from generators.incidents.faults.frr import universe
 from generators.incidents.faults.kinds import Fault, FaultKind, Taken, kind
+from generators.incidents.faults.masking import onto
 from generators.netlab.spec import NetSpec
 
 TRIES = 64  # a router-wide kind picks its router through one of the lab's LANs
@@ -44,12 +44,9 @@ def draw_trap(
     None when the lab offers none within TRIES draws (pure: same rng, same fault)."""
     if shielded.id not in kind(steerer.kind).shields:
         return None
-    # like masking.draw_masked: every other element of the same sorts counts as taken, so a
-    # kind that honours `taken` lands on the steerer's element; the others are retried
-    sorts = {e.split(":")[0] for e in steerer.elements}
-    elsewhere = {e for e in universe(spec) if e.split(":")[0] in sorts} - steerer.elements
+    # a kind that honours `blocked` lands on the steerer's element; the others are retried
+    blocked = onto(spec, steerer, taken)
     others = set(taken.elements if taken else ()) - steerer.elements
-    blocked = Taken(elements=elsewhere | others)
     for _ in range(TRIES):
         fault = shielded.draw(rng, spec, blocked)
         if fault is None:
