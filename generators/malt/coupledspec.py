@@ -30,7 +30,7 @@ physical capacity of the ports of a block (all its switches, every stage).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -109,12 +109,8 @@ def _drain(spec: Spec, reader: Reader) -> PackTask:
     types = tuple(sorted({s for c in by_stage.values() for s in c}))
     groups = []
     for stage, items in sorted(by_stage.items()):
-        takers = [
-            switch_of(reader, t, watts)
-            for t in reader.switches(spec["block"])
-            if t not in gone and reader.stage(t) == stage
-        ]
-        groups.append(PackGroup(stage, tuple(takers), tuple(items[t] for t in types)))
+        takers = _takers(reader, spec["block"], stage, watts, gone)
+        groups.append(PackGroup(stage, takers, tuple(items[t] for t in types)))
     return PackTask(
         types=types,
         watts=tuple(sorted(watts.items())),
@@ -123,6 +119,17 @@ def _drain(spec: Spec, reader: Reader) -> PackTask:
         max_watts=spec["max_watts"],
         max_bps=spec.get("max_bps"),
         peak=spec["op"] == "drain_blast_radius",
+    )
+
+
+def _takers(
+    reader: Reader, block: str, stage: int, watts: Mapping[int, int], leave: Collection[str] = ()
+) -> tuple[Switch, ...]:
+    """The block's stage-`stage` switches but `leave`, as the models read them."""
+    return tuple(
+        switch_of(reader, t, watts)
+        for t in reader.switches(block)
+        if t not in leave and reader.stage(t) == stage
     )
 
 
@@ -135,12 +142,8 @@ def _place(spec: Spec, reader: Reader) -> PackTask:
     types = tuple(sorted(mix))
     groups = []
     for stage in spec["stages"]:
-        takers = [
-            switch_of(reader, t, watts)
-            for t in reader.switches(spec["block"])
-            if reader.stage(t) == stage
-        ]
-        groups.append(PackGroup(stage, tuple(takers), tuple(0 for _ in types)))
+        takers = _takers(reader, spec["block"], stage, watts)
+        groups.append(PackGroup(stage, takers, tuple(0 for _ in types)))
     return PackTask(
         types=types,
         watts=tuple(sorted(watts.items())),
@@ -154,15 +157,11 @@ def _place(spec: Spec, reader: Reader) -> PackTask:
 def _place_one(spec: Spec, reader: Reader) -> PackTask:
     watts, mix = table(spec["watts"]), table(spec["ports"])
     types = tuple(sorted(mix))
-    takers = [
-        switch_of(reader, t, watts)
-        for t in reader.switches(spec["block"])
-        if reader.stage(t) == spec["stage"]
-    ]
+    takers = _takers(reader, spec["block"], spec["stage"], watts)
     return PackTask(
         types=types,
         watts=tuple(sorted(watts.items())),
-        groups=(PackGroup(spec["stage"], tuple(takers), tuple(mix[t] for t in types)),),
+        groups=(PackGroup(spec["stage"], takers, tuple(mix[t] for t in types)),),
         max_ports=spec["max_ports"],
         max_watts=spec["max_watts"],
         new=True,
