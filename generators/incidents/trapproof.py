@@ -21,7 +21,7 @@ import time
 from typing import Any
 
 from generators.incidents.config import TIERS, IncidentsConfig
-from generators.incidents.draw import draw
+from generators.incidents.draw import Drawn, draw
 from generators.incidents.faults.traps import shelters
 from generators.incidents.labs import LabPool
 from generators.incidents.session import Session, step_window
@@ -62,7 +62,7 @@ def prove_traps(family: str, size: str, variant: int, count: int) -> list[dict[s
     return rows
 
 
-def _wrong_order(pool: LabPool, drawn) -> dict[str, Any]:
+def _wrong_order(pool: LabPool, drawn: Drawn) -> dict[str, Any]:
     """Every fault in, the steerer fixed first: what that step breaks, played live."""
     tick = time.perf_counter()
     lab = pool.get(drawn.spec)
@@ -87,8 +87,17 @@ def _wrong_order(pool: LabPool, drawn) -> dict[str, Any]:
     }
 
 
+USAGE = "usage: python -m generators.incidents.trapproof FAMILY small|medium VARIANT COUNT"
+
+
 def main(argv: list[str]) -> int:
+    if len(argv) != 4 or not (argv[2].isdigit() and argv[3].isdigit()):
+        print(USAGE, file=sys.stderr)
+        return 2
     family, size, variant, count = argv[0], argv[1], int(argv[2]), int(argv[3])
+    if size not in ("small", "medium"):
+        print(f"{USAGE}\n(never large: the neighbour table is host-global)", file=sys.stderr)
+        return 2
     for row in prove_traps(family, size, variant, count):
         print(json.dumps(row), flush=True)
     return 0
